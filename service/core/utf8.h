@@ -1,0 +1,27 @@
+// UTF-8 validation and decoding.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace attnscope {
+
+// OK if `text` is well-formed UTF-8 (no overlong forms, no surrogates, no
+// code points above U+10FFFF); otherwise InvalidArgument naming `what` and the
+// byte offset of the first bad sequence, e.g.
+// "text: invalid UTF-8 at byte 3 (0xff)".
+absl::Status ValidateUtf8(std::string_view text, std::string_view what = "text");
+
+// Appends the UTF-8 encoding of `code_point` to `out`.
+void AppendUtf8(uint32_t code_point, std::string* out);
+
+// Replaces every invalid sequence by U+FFFD (one per maximal invalid
+// subpart, as the Unicode standard recommends): what a lossy decoder shows.
+std::string SanitizeUtf8(std::string_view bytes);
+
+}  // namespace attnscope

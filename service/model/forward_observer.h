@@ -1,0 +1,65 @@
+// What the forward pass publishes, layer by layer, to whoever is listening.
+//
+// The runtime never keeps all L x H x T x T attention weights: it hands each
+// layer's (or each query block's) probabilities to the observers and drops
+// them. Every statistic is an observer that keeps only what it needs. This
+// header is free of libtorch so that observers compile quickly.
+#pragma once
+
+#include <cstdint>
+
+namespace attnscope::model {
+
+// What an observer asks the runtime to compute and publish.
+struct ObserverNeeds {
+  bool attention = false;      // OnAttention for every layer
+  bool value_norms = false;    // AttentionBlock::value_norms filled in
+  bool hidden_states = false;  // OnHiddenState for s = 0..L
+  bool logits = false;         // OnLogits
+};
+
+// Attention probabilities of one layer for query rows [query_begin, query_end)
+// of one sequence of the batch.
+struct AttentionBlock {
+  int layer = 0;
+  int sequence = 0;  // index of the sequence in the batch
+  int64_t num_heads = 0;
+  int64_t num_keys = 0;  // T: keys 0..T-1 (past + current tokens)
+  int64_t query_begin = 0;
+  int64_t query_end = 0;
+  // probs is (num_heads, query_end - query_begin, num_keys), row-major,
+  // float32. probs[h][r][j] = A[layer, h, query_begin + r, j]; zero where
+  // j > query_begin + r (causal mask). Rows sum to 1.
+  const float* probs = nullptr;
+  // value_norms is (num_heads, num_keys): ||v[layer, h, j]||_2, or nullptr
+  // when no observer asked for it. With grouped-query attention, head h
+  // reports the norms of the value head it reads.
+  const float* value_norms = nullptr;
+};
+
+class ForwardObserver {
+ public:
+  virtual ~ForwardObserver() = default;
+
+  virtual ObserverNeeds Needs() const = 0;
+
+  // Called once per sequence before anything else, with the sequence length T
+  // and the model's shape.
+  virtual void OnBegin(int sequence, int64_t num_tokens) {}
+
+  // Hidden state `state` (0..L, Hugging Face's output_hidden_states
+  // convention: 0 = embeddings, L = after the final norm) of one sequence:
+  // x is (T, D) row-major float32.
+  virtual void OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
+                             int64_t width) {}
+
+  // Attention probabilities of one layer, one block of query rows. Blocks of
+  // a layer arrive in order and cover every query row exactly once.
+  virtual void OnAttention(const AttentionBlock& block) {}
+
+  // Logits (T, V) row-major float32 of one sequence; row i predicts token i+1.
+  virtual void OnLogits(int sequence, const float* logits, int64_t num_tokens,
+                        int64_t vocab) {}
+};
+
+}  // namespace attnscope::model
