@@ -1,0 +1,33 @@
+// Internal to the model library: eager causal self-attention that keeps the
+// probabilities long enough to publish them, one block of query rows at a
+// time.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include "service/model/language_model.h"
+#include "service/model/observer_set.h"
+
+namespace attnscope::model {
+
+struct AttentionStep {
+  int layer = 0;
+  // Scores are (q . k) / score_divisor (GPT-2: sqrt(head_dim)).
+  double score_divisor = 1.0;
+  // Tokens before the first query (KV-cache length): query r sits at
+  // position past + r and sees keys 0..past + r.
+  int64_t past = 0;
+  int64_t query_block_size = 0;  // 0: all queries at once
+};
+
+// q is (B, H, T, d); k and v are (B, KV, S, d) with S = past + T and H a
+// multiple of KV (query head h reads KV head h / (H / KV)). Returns the head
+// outputs (B, H, T, d). Publishes probabilities (and value norms if asked)
+// to `observers`.
+at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                           const AttentionStep& step, ObserverSet& observers);
+
+// Applies ablations of `layer` to head outputs o (B, H, T, d) in place.
+void AblateHeads(int layer, const ForwardOptions& options, at::Tensor& o);
+
+}  // namespace attnscope::model

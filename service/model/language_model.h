@@ -1,0 +1,83 @@
+// A decoder-only language model that publishes its internals while it runs.
+// Torch-free: callers (CLI, analysis, rpc) never include libtorch headers.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "service/model/forward_observer.h"
+#include "service/model/model_config.h"
+
+namespace attnscope::model {
+
+struct HeadRef {
+  int layer = 0;
+  int head = 0;
+};
+
+enum class AblationMode {
+  kZero,  // the head's output (before the output projection) set to 0
+  kMean,  // replaced by its mean over all positions and sequences of the batch
+};
+
+// Keys and values of earlier tokens, for incremental decoding. Opaque; made by
+// LanguageModel::NewCache and only valid with the model that made it.
+class KvCache {
+ public:
+  virtual ~KvCache() = default;
+  // Tokens already in the cache (the position of the next token).
+  virtual int64_t length() const = 0;
+};
+
+struct ForwardOptions {
+  // Query rows per attention block: 0 computes each layer's attention for all
+  // queries at once; B > 0 bounds the extra memory per layer to H x B x T.
+  int64_t query_block_size = 0;
+  // Heads to ablate, and how.
+  std::vector<HeadRef> ablate;
+  AblationMode ablation_mode = AblationMode::kZero;
+  // Checked before every layer; returning true aborts with CancelledError.
+  std::function<bool()> should_stop;
+  // Incremental decoding (batch of one sequence): keys/values of the new
+  // tokens are appended; positions continue at cache->length(). Observers then
+  // see attention rows for the new tokens over all keys, and hidden states and
+  // logits of the new tokens only.
+  KvCache* cache = nullptr;
+};
+
+class LanguageModel {
+ public:
+  virtual ~LanguageModel() = default;
+
+  virtual const ModelConfig& config() const = 0;
+
+  // Runs the forward pass in float32 over `batch` (sequences of equal length
+  // T >= 1) and publishes to every observer what it asked for (see
+  // forward_observer.h). InvalidArgument for an empty batch, ragged lengths, a
+  // token id outside [0, vocab), more tokens than max_positions (the message
+  // names both numbers), an ablated head out of range; CancelledError when
+  // should_stop fires; Internal for a failure inside libtorch.
+  virtual absl::Status Forward(const std::vector<std::vector<int64_t>>& batch,
+                               const ForwardOptions& options,
+                               const std::vector<ForwardObserver*>& observers) const = 0;
+
+  virtual std::unique_ptr<KvCache> NewCache() const = 0;
+};
+
+// Loads a Hugging Face checkpoint directory (config.json + model.safetensors
+// or sharded safetensors with model.safetensors.index.json). Weights are
+// converted to float32 once; the files are memory-mapped, not read twice.
+// Errors name the file and the problem: missing or malformed files, an
+// unsupported model_type, a missing tensor, a shape that disagrees with
+// config.json.
+absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(const std::string& dir);
+
+// Sets the number of intra-op threads libtorch uses (n <= 0: all cores).
+// Returns the number in effect.
+int SetComputeThreads(int n);
+
+}  // namespace attnscope::model

@@ -1,0 +1,36 @@
+// Internal to the model library: hands tensors computed by the runtime to the
+// observers that asked for them, as contiguous float32 buffers.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+#include "service/model/forward_observer.h"
+
+namespace attnscope::model {
+
+class ObserverSet {
+ public:
+  explicit ObserverSet(const std::vector<ForwardObserver*>& observers);
+
+  // The union of what the observers need.
+  const ObserverNeeds& needs() const { return needs_; }
+
+  // OnBegin for every sequence of a batch of `batch` sequences of T tokens.
+  void Begin(int64_t batch, int64_t num_tokens);
+  // x is (B, T, D): hidden state `state` of every sequence.
+  void PublishHidden(int state, const at::Tensor& x);
+  // probs is (B, H, rows, S) for query rows starting at `query_begin`;
+  // value_norms is (B, H, S) or undefined.
+  void PublishAttention(int layer, int64_t query_begin, const at::Tensor& probs,
+                        const at::Tensor& value_norms);
+  // logits is (B, T, V).
+  void PublishLogits(const at::Tensor& logits);
+
+ private:
+  std::vector<ForwardObserver*> observers_;
+  ObserverNeeds needs_;
+};
+
+}  // namespace attnscope::model

@@ -1,0 +1,223 @@
+// The forward pass against the reference tensors of the fixtures, and its
+// options (query blocks, KV cache, ablation, cancellation, input checks).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "service/model/language_model.h"
+#include "service/model/recorder.h"
+#include "tests/model/test_models.h"
+
+namespace attnscope::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr ObserverNeeds kEverything{true, false, true, true};
+
+std::unique_ptr<LanguageModel> Load(const std::string& dir) {
+  auto m = LoadLanguageModel(dir);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+FullRecorder RunModel(const LanguageModel& model, const std::vector<int64_t>& ids,
+                 ForwardOptions options = {}) {
+  FullRecorder rec(model.config().num_layers, model.config().num_heads, kEverything);
+  absl::Status s = model.Forward({ids}, options, {&rec});
+  EXPECT_TRUE(s.ok()) << s;
+  return rec;
+}
+
+class FixtureForwardTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(FixtureForwardTest, MatchesReferenceTensors) {
+  auto model = Load(testing::FixtureDir(GetParam()));
+  ASSERT_NE(model, nullptr);
+  const testing::Reference ref = testing::LoadReference(GetParam());
+  const FullRecorder rec = RunModel(*model, ref.input_ids);
+  const double att = testing::MaxAbsDiff(rec.attentions(), ref.attentions);
+  const double hid = testing::MaxAbsDiff(rec.hidden_states(), ref.hidden_states);
+  const double log = testing::MaxAbsDiff(rec.logits(), ref.logits);
+  std::printf("%s: T=%zu max |diff| attentions %.3g hidden %.3g logits %.3g\n", GetParam(),
+              ref.input_ids.size(), att, hid, log);
+  EXPECT_LE(att, 1e-5);
+  EXPECT_LE(hid, 1e-4);
+  EXPECT_LE(log, 1e-4);
+}
+
+TEST_P(FixtureForwardTest, QueryBlocksGiveTheSameResult) {
+  auto model = Load(testing::FixtureDir(GetParam()));
+  ASSERT_NE(model, nullptr);
+  const testing::Reference ref = testing::LoadReference(GetParam());
+  const FullRecorder full = RunModel(*model, ref.input_ids);
+  for (int64_t block : {1, 3, 7, 1000}) {
+    ForwardOptions options;
+    options.query_block_size = block;
+    const FullRecorder blocked = RunModel(*model, ref.input_ids, options);
+    std::printf("%s block %ld: attentions %.3g\n", GetParam(), static_cast<long>(block),
+                testing::MaxAbsDiff(full.attentions(), blocked.attentions()));
+    EXPECT_LE(testing::MaxAbsDiff(full.attentions(), blocked.attentions()), 1e-6) << block;
+    EXPECT_LE(testing::MaxAbsDiff(full.logits(), blocked.logits()), 1e-5) << block;
+  }
+}
+
+TEST_P(FixtureForwardTest, KvCacheDecodingMatchesTheFullPass) {
+  auto model = Load(testing::FixtureDir(GetParam()));
+  ASSERT_NE(model, nullptr);
+  const testing::Reference ref = testing::LoadReference(GetParam());
+  const FullRecorder full = RunModel(*model, ref.input_ids);
+  const int64_t vocab = full.vocab();
+  auto cache = model->NewCache();
+  ForwardOptions options;
+  options.cache = cache.get();
+  // A prefix of 5 tokens at once, then one token at a time.
+  std::vector<int64_t> prefix(ref.input_ids.begin(), ref.input_ids.begin() + 5);
+  FullRecorder step = RunModel(*model, prefix, options);
+  std::vector<float> logits = step.logits();
+  for (size_t i = 5; i < ref.input_ids.size(); ++i) {
+    step = RunModel(*model, {ref.input_ids[i]}, options);
+    logits.insert(logits.end(), step.logits().begin(), step.logits().end());
+  }
+  EXPECT_EQ(cache->length(), static_cast<int64_t>(ref.input_ids.size()));
+  ASSERT_EQ(logits.size(), ref.input_ids.size() * vocab);
+  EXPECT_LE(testing::MaxAbsDiff(logits, full.logits()), 1e-4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Gpt2, FixtureForwardTest,
+                         ::testing::Values("gpt2-random-hub-layout", "gpt2-random-sharded-fp16"));
+
+// "The cat sat on the keyboard again." in GPT-2's tokenizer.
+const std::vector<int64_t> kCatIds = {464, 3797, 3332, 319, 262, 10586, 757, 13};
+
+TEST(BundledModelTest, AttentionRowsAreCausalDistributions) {
+  auto model = Load(testing::BundledModelDir());
+  ASSERT_NE(model, nullptr);
+  const FullRecorder rec = RunModel(*model, kCatIds);
+  const int64_t t = kCatIds.size(), rows = 6 * 6 * t;
+  ASSERT_EQ(rec.attentions().size(), static_cast<size_t>(rows * t));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t query = r % t;
+    double sum = 0;
+    for (int64_t j = 0; j < t; ++j) {
+      const float a = rec.attentions()[r * t + j];
+      if (j > query) {
+        ASSERT_EQ(a, 0.0f) << "row " << r << " key " << j;  // exactly zero
+      } else {
+        ASSERT_GE(a, 0.0f);
+      }
+      sum += a;
+    }
+    ASSERT_NEAR(sum, 1.0, 1e-5) << "row " << r;
+  }
+  for (float x : rec.logits()) ASSERT_TRUE(std::isfinite(x));
+}
+
+TEST(BundledModelTest, PredictsPlausibleEnglish) {
+  auto model = Load(testing::BundledModelDir());
+  ASSERT_NE(model, nullptr);
+  // After "The cat sat on the", a trained model ranks " keyboard" far above
+  // the median token; an untrained or mis-loaded one does not.
+  const FullRecorder rec = RunModel(*model, kCatIds);
+  const float* row = rec.logits().data() + 4 * rec.vocab();
+  int64_t above = 0;
+  for (int64_t v = 0; v < rec.vocab(); ++v) above += row[v] > row[10586];
+  EXPECT_LT(above, 2000) << "' keyboard' ranks " << above;
+}
+
+class ForwardInputTest : public ::testing::Test {
+ protected:
+  void SetUp() override { model_ = Load(testing::FixtureDir("gpt2-random-hub-layout")); }
+  absl::Status Forward(const std::vector<std::vector<int64_t>>& batch,
+                       ForwardOptions options = {}) {
+    FullRecorder rec(3, 4, kEverything);
+    return model_->Forward(batch, options, {&rec});
+  }
+  std::unique_ptr<LanguageModel> model_;
+};
+
+TEST_F(ForwardInputTest, PromptLongerThanPositionsNamesBothNumbers) {
+  absl::Status s = Forward({std::vector<int64_t>(65, 7)});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("65 tokens"));
+  EXPECT_THAT(s.message(), HasSubstr("at most 64"));
+  EXPECT_TRUE(Forward({std::vector<int64_t>(64, 7)}).ok());
+}
+
+TEST_F(ForwardInputTest, EmptyPromptIsRejected) {
+  EXPECT_THAT(Forward({{}}).message(), HasSubstr("empty"));
+  EXPECT_THAT(Forward({}).message(), HasSubstr("empty"));
+}
+
+TEST_F(ForwardInputTest, IdOutsideVocabularyIsRejected) {
+  absl::Status s = Forward({{1, 2, 1000}});
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("token id 1000 at position 2"));
+  EXPECT_THAT(Forward({{-1}}).message(), HasSubstr("token id -1"));
+}
+
+TEST_F(ForwardInputTest, RaggedBatchIsRejected) {
+  EXPECT_THAT(Forward({{1, 2, 3}, {1, 2}}).message(), HasSubstr("equal lengths"));
+}
+
+TEST_F(ForwardInputTest, AblatedHeadOutsideModelIsRejected) {
+  ForwardOptions options;
+  options.ablate = {{3, 0}};
+  EXPECT_THAT(Forward({{1, 2}}, options).message(), HasSubstr("head 3.0 does not exist"));
+}
+
+TEST_F(ForwardInputTest, StopRequestCancelsBetweenLayers) {
+  ForwardOptions options;
+  int checks = 0;
+  options.should_stop = [&checks] { return ++checks == 2; };
+  absl::Status s = Forward({{1, 2, 3}}, options);
+  EXPECT_EQ(s.code(), absl::StatusCode::kCancelled);
+  EXPECT_THAT(s.message(), HasSubstr("before layer 1"));
+}
+
+TEST(AblationTest, ZeroAblationActsAfterTheHeadsAttentionAndChangesWhatFollows) {
+  auto model = Load(testing::FixtureDir("gpt2-random-hub-layout"));
+  ASSERT_NE(model, nullptr);
+  const std::vector<int64_t> ids = {5, 17, 300, 42, 9, 999, 0};
+  const FullRecorder base = RunModel(*model, ids);
+  ForwardOptions options;
+  options.ablate = {{1, 2}};
+  const FullRecorder ablated = RunModel(*model, ids, options);
+  const size_t layer_size = 4 * ids.size() * ids.size();
+  const size_t state_size = ids.size() * 48;
+  auto slice = [](const std::vector<float>& v, size_t begin, size_t n) {
+    return std::vector<float>(v.begin() + begin, v.begin() + begin + n);
+  };
+  // Layers 0 and 1 attend exactly as before; hidden states 0 and 1 are equal.
+  EXPECT_EQ(slice(base.attentions(), 0, 2 * layer_size),
+            slice(ablated.attentions(), 0, 2 * layer_size));
+  EXPECT_EQ(slice(base.hidden_states(), 0, 2 * state_size),
+            slice(ablated.hidden_states(), 0, 2 * state_size));
+  // The block output of layer 1 and everything after it change.
+  EXPECT_GT(testing::MaxAbsDiff(slice(base.hidden_states(), 2 * state_size, state_size),
+                                slice(ablated.hidden_states(), 2 * state_size, state_size)),
+            1e-4);
+  EXPECT_GT(testing::MaxAbsDiff(base.logits(), ablated.logits()), 1e-4);
+}
+
+TEST(AblationTest, MeanAblationOfASingleTokenChangesNothing) {
+  // With one sequence of one token, a head's mean output is its output.
+  auto model = Load(testing::FixtureDir("gpt2-random-hub-layout"));
+  ASSERT_NE(model, nullptr);
+  const FullRecorder base = RunModel(*model, {123});
+  ForwardOptions options;
+  options.ablate = {{0, 1}, {2, 3}};
+  options.ablation_mode = AblationMode::kMean;
+  const FullRecorder ablated = RunModel(*model, {123}, options);
+  EXPECT_LE(testing::MaxAbsDiff(base.logits(), ablated.logits()), 1e-6);
+}
+
+TEST(ThreadsTest, ThreadCountIsSetExplicitly) {
+  EXPECT_EQ(SetComputeThreads(2), 2);
+  EXPECT_EQ(SetComputeThreads(1), 1);
+  EXPECT_GE(SetComputeThreads(0), 1);
+}
+
+}  // namespace
+}  // namespace attnscope::model

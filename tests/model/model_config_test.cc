@@ -1,0 +1,97 @@
+#include "service/model/model_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/model/test_models.h"
+
+namespace attnscope::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+absl::StatusOr<ModelConfig> Parse(const std::string& json) {
+  return ParseModelConfig(json, "dir/config.json");
+}
+
+TEST(ModelConfigTest, ReadsGpt2Keys) {
+  auto c = Parse(R"({"model_type":"gpt2","n_layer":3,"n_head":4,"n_embd":48,
+                     "vocab_size":1000,"n_positions":64,"n_inner":null,
+                     "layer_norm_epsilon":1e-6,"n_ctx":99})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, Architecture::kGpt2);
+  EXPECT_EQ(c->num_layers, 3);
+  EXPECT_EQ(c->num_heads, 4);
+  EXPECT_EQ(c->num_kv_heads, 4);
+  EXPECT_EQ(c->hidden_size, 48);
+  EXPECT_EQ(c->head_dim, 12);
+  EXPECT_EQ(c->intermediate_size, 192);  // n_inner null -> 4 n_embd
+  EXPECT_EQ(c->vocab_size, 1000);
+  EXPECT_EQ(c->max_positions, 64);       // n_positions, not the old n_ctx
+  EXPECT_DOUBLE_EQ(c->norm_eps, 1e-6);
+  EXPECT_EQ(c->activation, Activation::kGeluTanh);
+}
+
+TEST(ModelConfigTest, AppliesHuggingFaceDefaults) {
+  auto c = Parse(R"({"model_type":"gpt2"})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_layers, 12);
+  EXPECT_EQ(c->hidden_size, 768);
+  EXPECT_EQ(c->vocab_size, 50257);
+  EXPECT_EQ(c->max_positions, 1024);
+  EXPECT_EQ(c->eos_token_id, 50256);
+  EXPECT_TRUE(c->scale_attn_weights);
+  EXPECT_FALSE(c->scale_attn_by_inverse_layer_idx);
+}
+
+TEST(ModelConfigTest, ReadsTheBundledModel) {
+  auto c = LoadModelConfig(testing::BundledModelDir());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->num_layers, 6);
+  EXPECT_EQ(c->num_heads, 6);
+  EXPECT_EQ(c->hidden_size, 192);
+  EXPECT_EQ(c->max_positions, 512);
+  EXPECT_EQ(c->torch_dtype, "float16");
+}
+
+struct BadConfig {
+  const char* json;
+  const char* message;
+};
+
+class BadConfigTest : public ::testing::TestWithParam<BadConfig> {};
+
+TEST_P(BadConfigTest, IsRejectedWithAClearMessage) {
+  auto c = Parse(GetParam().json);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("dir/config.json"));
+  EXPECT_THAT(c.status().message(), HasSubstr(GetParam().message));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, BadConfigTest,
+    ::testing::Values(BadConfig{"{not json", "not valid JSON"},
+                      BadConfig{"[1,2]", "expected a JSON object"},
+                      BadConfig{R"({"model_type":"bert"})", "model_type 'bert' is not supported"},
+                      BadConfig{R"({"n_layer":2})", "model_type '' is not supported"},
+                      BadConfig{R"({"model_type":"gpt2","n_head":5,"n_embd":48})",
+                                "n_head=5 does not divide n_embd=48"},
+                      BadConfig{R"({"model_type":"gpt2","n_layer":0})",
+                                "'n_layer' must be a positive integer, got 0"},
+                      BadConfig{R"({"model_type":"gpt2","n_embd":"wide"})",
+                                "'n_embd' must be a positive integer"},
+                      BadConfig{R"({"model_type":"gpt2","activation_function":"swish"})",
+                                "activation_function 'swish' is not supported"},
+                      BadConfig{R"({"model_type":"gpt2","layer_norm_epsilon":"x"})",
+                                "wrong JSON type"}));
+
+TEST(ModelConfigTest, MissingFileIsNotFound) {
+  auto c = LoadModelConfig("/nonexistent/model");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(c.status().message(), HasSubstr("/nonexistent/model/config.json"));
+}
+
+}  // namespace
+}  // namespace attnscope::model
