@@ -1,0 +1,108 @@
+// attnscope analyze: one prompt through the model, with every statistic.
+#include <unistd.h>
+
+#include <iostream>
+
+#include "nlohmann/json.hpp"
+#include "service/analysis/stats_json.h"
+#include "service/analysis/text_report.h"
+#include "service/cli/command_support.h"
+#include "service/cli/commands.h"
+#include "service/core/status_macros.h"
+#include "service/engine/analysis_run.h"
+#include "service/engine/tensor_export.h"
+
+namespace attnscope::cli {
+namespace {
+
+constexpr char kHelp[] = R"(Usage: attnscope analyze [--model DIR] (--text TEXT | --ids 1,2,3) [options]
+
+Runs the prompt through the model and reports attention sinks, hidden-state
+norms, context health and next-token entropy (see docs/definitions.md).
+
+  --model DIR        model directory (default: the bundled tiny-gpt2)
+  --text TEXT        the prompt as text (needs the model's tokenizer)
+  --ids 1,2,3        the prompt as token ids
+  --json             machine-readable output (the keys of the fixtures'
+                     stats.json plus tokens, input_ids, template)
+  --export FILE      write input_ids, attentions (L,H,T,T), hidden_states
+                     (L+1,T,D) and logits (T,V) to a safetensors file
+  --threshold X      z-score above which a token is a sink (default 6.0)
+  --template T       structural positions: none, chatml or auto (default)
+  --block-size N     attention query rows per block (0 = whole layers);
+                     bounds memory on long prompts, same results
+  --threads N        intra-op threads (default: all cores)
+  --color WHEN       auto (default), always or never
+)";
+
+struct AnalyzeArgs {
+  Flags flags;
+  engine::AnalysisSettings settings;
+  bool color = false;
+};
+
+absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
+  AnalyzeArgs a;
+  ATTNSCOPE_ASSIGN_OR_RETURN(
+      a.flags, Flags::Parse(args, {{"model"}, {"text"}, {"ids"}, {"json", false}, {"export"},
+                                   {"threshold"}, {"template"}, {"block-size"}, {"threads"},
+                                   {"color"}}));
+  ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.threshold, a.flags.GetDouble("threshold", 6.0));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.structure,
+                             analysis::ParseTemplate(a.flags.Get("template", "auto")));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.query_block_size,
+                             a.flags.GetInt("block-size", 0, 0, int64_t{1} << 30));
+  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 0, 1024).status());
+  const std::string color = a.flags.Get("color", "auto");
+  if (color != "auto" && color != "always" && color != "never") {
+    return absl::InvalidArgumentError("--color must be auto, always or never, got '" + color + "'");
+  }
+  a.color = color == "always" || (color == "auto" && isatty(STDOUT_FILENO));
+  a.settings.record_tensors = a.flags.Has("export");
+  return a;
+}
+
+void PrintJson(const engine::Prompt& prompt, const engine::AnalysisRun& run) {
+  nlohmann::json out = analysis::StatsToJson(run.stats);
+  out["input_ids"] = prompt.ids;
+  out["tokens"] = prompt.tokens;
+  out["template"] = std::string(analysis::TemplateName(run.structure));
+  out["forward_seconds"] = run.forward_seconds;
+  std::cout << out.dump() << "\n";
+}
+
+void PrintReport(const engine::Prompt& prompt, const engine::AnalysisRun& run, bool color) {
+  std::cout << analysis::RenderTextReport(run.stats, prompt.token_bytes,
+                                          analysis::TextReportOptions{color});
+}
+
+}  // namespace
+
+int RunAnalyze(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  auto parsed = ParseArgs(args);
+  if (!parsed.ok()) return UsageError("analyze", parsed.status());
+  auto bundle = LoadModelFromFlags(parsed->flags);
+  if (!bundle.ok()) return RuntimeError("analyze", bundle.status());
+  auto prompt = PromptFromFlags(**bundle, parsed->flags);
+  if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
+  auto run = engine::RunAnalysis(**bundle, *prompt, parsed->settings);
+  if (!run.ok()) return RuntimeError("analyze", run.status());
+  if (parsed->flags.Has("export")) {
+    absl::Status written = engine::ExportTensors(parsed->flags.Get("export"), prompt->ids,
+                                                 (*bundle)->config(), *run->tensors);
+    if (!written.ok()) return RuntimeError("analyze", written);
+  }
+  if (parsed->flags.Has("json")) {
+    PrintJson(*prompt, *run);
+  } else {
+    PrintReport(*prompt, *run, parsed->color);
+  }
+  return kExitOk;
+}
+
+}  // namespace attnscope::cli

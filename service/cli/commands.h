@@ -1,0 +1,18 @@
+// The attnscope subcommands. Each takes the arguments after its name and
+// returns the process exit code: 0 success, 2 bad usage, 1 any other error
+// (the message on stderr).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace attnscope::cli {
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+int RunTokenize(const std::vector<std::string>& args);
+int RunAnalyze(const std::vector<std::string>& args);
+
+}  // namespace attnscope::cli

@@ -1,0 +1,42 @@
+#include "service/engine/analysis_run.h"
+
+#include <chrono>
+
+#include "service/analysis/prompt_analyzer.h"
+#include "service/core/status_macros.h"
+
+namespace attnscope::engine {
+
+absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt& prompt,
+                                        const AnalysisSettings& settings) {
+  AnalysisRun run;
+  run.structure = analysis::ResolveTemplate(prompt.token_bytes, settings.structure);
+  analysis::AnalysisOptions options;
+  options.threshold = settings.threshold;
+  options.structural =
+      analysis::StructuralPositions(prompt.token_bytes, prompt.special, run.structure);
+  options.want_value_norms = true;
+  analysis::PromptAnalyzer analyzer(options);
+
+  std::vector<model::ForwardObserver*> observers = {&analyzer};
+  const model::ModelConfig& config = bundle.config();
+  if (settings.record_tensors) {
+    run.tensors = std::make_unique<model::FullRecorder>(
+        config.num_layers, config.num_heads, model::ObserverNeeds{true, false, true, true});
+    observers.push_back(run.tensors.get());
+  }
+  observers.insert(observers.end(), settings.extra_observers.begin(),
+                   settings.extra_observers.end());
+  model::ForwardOptions forward;
+  forward.query_block_size = settings.query_block_size;
+  forward.should_stop = settings.should_stop;
+
+  const auto start = std::chrono::steady_clock::now();
+  ATTNSCOPE_RETURN_IF_ERROR(bundle.model->Forward({prompt.ids}, forward, observers));
+  run.forward_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ATTNSCOPE_ASSIGN_OR_RETURN(run.stats, analyzer.Finish());
+  return run;
+}
+
+}  // namespace attnscope::engine

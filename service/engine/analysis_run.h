@@ -1,0 +1,44 @@
+// One analysis of one prompt: the forward pass with the statistics observer
+// (and, when asked, a recorder of the full tensors) attached.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "service/analysis/prompt_stats.h"
+#include "service/analysis/structural.h"
+#include "service/engine/model_bundle.h"
+#include "service/engine/prompt.h"
+#include "service/model/recorder.h"
+
+namespace attnscope::engine {
+
+struct AnalysisSettings {
+  double threshold = 6.0;  // sink threshold on the z-score
+  analysis::Template structure = analysis::Template::kAuto;
+  // Query rows per attention block (0: whole layers). Results agree either
+  // way; blocks bound the memory of long prompts.
+  int64_t query_block_size = 0;
+  // Keep attentions (L,H,T,T), hidden states and logits, e.g. for --export.
+  bool record_tensors = false;
+  // Checked before each layer; true aborts with CancelledError.
+  std::function<bool()> should_stop;
+  // More observers of the same forward pass (e.g. a per-layer streamer).
+  std::vector<model::ForwardObserver*> extra_observers;
+};
+
+struct AnalysisRun {
+  analysis::PromptStats stats;
+  analysis::Template structure = analysis::Template::kNone;  // after resolving kAuto
+  std::unique_ptr<model::FullRecorder> tensors;               // when record_tensors
+  double forward_seconds = 0;
+};
+
+// Runs the analysis. Errors: those of LanguageModel::Forward (prompt too long,
+// cancelled, ...) and of the analyzer.
+absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt& prompt,
+                                        const AnalysisSettings& settings);
+
+}  // namespace attnscope::engine
