@@ -1,0 +1,111 @@
+#include "bench/bench_support.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "service/core/dtype.h"
+#include "service/core/safetensors.h"
+
+namespace attnscope::bench {
+namespace {
+
+TensorToWrite Half(const std::string& name, std::vector<int64_t> shape, std::mt19937& rng,
+                   float stddev, float constant = 0.0f) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::string data(n * 2, '\0');
+  std::normal_distribution<float> normal(0.0f, stddev);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t bits = FloatToHalf(stddev > 0 ? normal(rng) : constant);
+    data[2 * i] = static_cast<char>(bits & 0xff);
+    data[2 * i + 1] = static_cast<char>(bits >> 8);
+  }
+  return TensorToWrite{name, DType::kF16, std::move(shape), std::move(data)};
+}
+
+double ProcStatusMiB(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(key, 0) == 0) return std::stod(line.substr(std::string(key).size())) / 1024.0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool WriteRandomGpt2(const std::string& dir, int64_t layers, int64_t heads, int64_t width,
+                     int64_t vocab, int64_t positions) {
+  std::mt19937 rng(1234);
+  std::vector<TensorToWrite> t;
+  t.push_back(Half("wte.weight", {vocab, width}, rng, 0.02f));
+  t.push_back(Half("wpe.weight", {positions, width}, rng, 0.01f));
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string p = "h." + std::to_string(i) + ".";
+    for (const char* ln : {"ln_1", "ln_2"}) {
+      t.push_back(Half(p + ln + ".weight", {width}, rng, 0, 1.0f));
+      t.push_back(Half(p + ln + ".bias", {width}, rng, 0, 0.0f));
+    }
+    t.push_back(Half(p + "attn.c_attn.weight", {width, 3 * width}, rng, 0.02f));
+    t.push_back(Half(p + "attn.c_attn.bias", {3 * width}, rng, 0, 0.0f));
+    t.push_back(Half(p + "attn.c_proj.weight", {width, width}, rng, 0.02f));
+    t.push_back(Half(p + "attn.c_proj.bias", {width}, rng, 0, 0.0f));
+    t.push_back(Half(p + "mlp.c_fc.weight", {width, 4 * width}, rng, 0.02f));
+    t.push_back(Half(p + "mlp.c_fc.bias", {4 * width}, rng, 0, 0.0f));
+    t.push_back(Half(p + "mlp.c_proj.weight", {4 * width, width}, rng, 0.02f));
+    t.push_back(Half(p + "mlp.c_proj.bias", {width}, rng, 0, 0.0f));
+  }
+  t.push_back(Half("ln_f.weight", {width}, rng, 0, 1.0f));
+  t.push_back(Half("ln_f.bias", {width}, rng, 0, 0.0f));
+  if (auto s = WriteSafetensors(dir + "/model.safetensors", t); !s.ok()) {
+    std::fprintf(stderr, "writing the random model: %s\n", std::string(s.message()).c_str());
+    return false;
+  }
+  nlohmann::json config = {{"model_type", "gpt2"}, {"n_layer", layers}, {"n_head", heads},
+                           {"n_embd", width},      {"vocab_size", vocab}, {"n_positions", positions},
+                           {"torch_dtype", "float16"}};
+  std::ofstream(dir + "/config.json") << config.dump(2);
+  return true;
+}
+
+double CurrentRssMiB() { return ProcStatusMiB("VmRSS:"); }
+double PeakRssMiB() { return ProcStatusMiB("VmHWM:"); }
+
+Measurement MeasureInChild(const std::function<bool()>& setup, const std::function<bool()>& run,
+                           int repeats) {
+  int fds[2];
+  Measurement m;
+  if (pipe(fds) != 0) return m;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    Measurement r;
+    if (setup()) {
+      r.baseline_rss_mib = CurrentRssMiB();
+      r.ok = run();  // warm-up
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < repeats && r.ok; ++i) r.ok = run();
+      r.seconds_per_run =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeats;
+      r.peak_rss_mib = PeakRssMiB();
+    }
+    ssize_t written = write(fds[1], &r, sizeof(r));
+    _exit(written == sizeof(r) ? 0 : 1);
+  }
+  close(fds[1]);
+  if (read(fds[0], &m, sizeof(m)) != sizeof(m)) m.ok = false;
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return m;
+}
+
+}  // namespace attnscope::bench

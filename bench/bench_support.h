@@ -1,0 +1,35 @@
+// Shared by the benchmarks: a GPT-2-small-shaped checkpoint with random
+// weights, per-configuration measurement in a child process, and memory
+// readings from /proc.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace attnscope::bench {
+
+// Writes config.json + model.safetensors (F16) for a GPT-2 with the given
+// shape and random weights (normal, std 0.02; LayerNorm gains 1) into `dir`.
+// Returns false (printing why) on failure.
+bool WriteRandomGpt2(const std::string& dir, int64_t layers, int64_t heads, int64_t width,
+                     int64_t vocab, int64_t positions);
+
+// Resident set size now and its peak so far (VmRSS, VmHWM), in MiB.
+double CurrentRssMiB();
+double PeakRssMiB();
+
+struct Measurement {
+  bool ok = false;
+  double seconds_per_run = 0;   // mean over the timed runs
+  double baseline_rss_mib = 0;  // after loading, before the first run
+  double peak_rss_mib = 0;      // VmHWM at the end
+};
+
+// Runs `setup` then `run` (`repeats` timed times after one warm-up) in a
+// forked child, so that every configuration starts from a fresh process and
+// its peak memory is its own.
+Measurement MeasureInChild(const std::function<bool()>& setup, const std::function<bool()>& run,
+                           int repeats);
+
+}  // namespace attnscope::bench
