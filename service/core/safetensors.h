@@ -29,7 +29,9 @@ struct TensorRef {
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;
   size_t nbytes = 0;
-  // Number of elements (product of shape; 1 for a scalar).
+  // Number of elements (product of shape; 1 for a scalar). -1 if a dimension
+  // is negative or the product overflows int64, which SafetensorsFile rejects,
+  // so only a hand-built TensorRef can give it.
   int64_t numel() const;
 };
 
@@ -40,7 +42,10 @@ class SafetensorsFile {
   // the path and names the problem: truncated file, header length beyond the
   // file, invalid JSON, an entry that is not an object or lacks a field,
   // unknown dtype, negative dimension, data offsets outside the data section,
-  // reversed or overlapping offsets, byte size not matching shape x dtype.
+  // reversed or overlapping offsets, byte size not matching shape x dtype,
+  // __metadata__ that is not string -> string, or a JSON header longer than
+  // 100,000,000 bytes (the reference implementation's limit). Zero-size
+  // tensors may sit at any offset within the data section.
   static absl::StatusOr<std::unique_ptr<SafetensorsFile>> Open(const std::string& path);
 
   // The same validation on bytes in memory; `name` stands for the path in
@@ -72,7 +77,9 @@ class SafetensorsFile {
 // shard file). Errors name the file: missing directory, neither file present,
 // invalid index JSON, a shard named in the index that does not exist, a
 // tensor the index puts in a shard that lacks it, the same tensor in two
-// shards, plus any SafetensorsFile error.
+// shards, plus any SafetensorsFile error. NotFound for a missing directory,
+// a directory with neither file, or a missing shard. Each shard is mapped
+// once; tensors a shard holds beyond the weight_map are kept as well.
 class SafetensorsCheckpoint {
  public:
   static absl::StatusOr<std::unique_ptr<SafetensorsCheckpoint>> OpenDirectory(
@@ -87,6 +94,11 @@ class SafetensorsCheckpoint {
   const std::string& directory() const { return dir_; }
 
  private:
+  // Takes ownership of `file` and indexes its tensors; InvalidArgument if a
+  // tensor name is already held by a previously added file.
+  absl::Status AddFile(std::unique_ptr<SafetensorsFile> file);
+  absl::Status LoadIndex(const std::string& index_path);
+
   std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorRef*, std::less<>> by_name_;

@@ -14,10 +14,12 @@ namespace attnscope {
 // OK if `text` is well-formed UTF-8 (no overlong forms, no surrogates, no
 // code points above U+10FFFF); otherwise InvalidArgument naming `what` and the
 // byte offset of the first bad sequence, e.g.
-// "text: invalid UTF-8 at byte 3 (0xff)".
+// "text: invalid UTF-8 at byte 3 (0xff): byte never valid in UTF-8" (the
+// offset is that of the sequence's first byte; the reason follows it).
 absl::Status ValidateUtf8(std::string_view text, std::string_view what = "text");
 
-// Appends the UTF-8 encoding of `code_point` to `out`.
+// Appends the UTF-8 encoding of `code_point` to `out`. A value that has no
+// encoding (a surrogate D800-DFFF or above U+10FFFF) appends U+FFFD instead.
 void AppendUtf8(uint32_t code_point, std::string* out);
 
 // Replaces every invalid sequence by U+FFFD (one per maximal invalid
