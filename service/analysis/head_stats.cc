@@ -1,0 +1,105 @@
+#include "service/analysis/head_stats.h"
+
+#include <cmath>
+
+namespace attnscope::analysis {
+
+double RowEntropy(const float* p, int64_t n) {
+  double entropy = 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    const double a = p[j];
+    if (a > 0.0) entropy -= a * std::log(a);
+  }
+  return entropy;
+}
+
+double BackHalfSinkShare(const HeadGrid& sink_score, double cut) {
+  const size_t num_layers = sink_score.size();
+  int64_t heads = 0;
+  int64_t above = 0;
+  for (size_t l = num_layers / 2; l < num_layers; ++l) {
+    for (double s : sink_score[l]) {
+      ++heads;
+      if (s > cut) ++above;
+    }
+  }
+  return heads == 0 ? 0.0 : static_cast<double>(above) / static_cast<double>(heads);
+}
+
+void HeadStatsAccumulator::Begin(int64_t num_tokens) {
+  num_tokens_ = num_tokens;
+  layers_.clear();
+}
+
+void HeadStatsAccumulator::AddRow(const float* row, const float* value_norms, int64_t i,
+                                  int64_t h, LayerSums* sums) const {
+  const int64_t t = num_tokens_;
+  if (i == t - 1) sums->sink[h] = row[0];
+  // The query-averaged numbers skip row 0 (it can only see itself), except
+  // for T = 1 where row 0 is all there is.
+  const bool averaged_row = i >= 1 || t == 1;
+  if (averaged_row) sums->first_mass[h] += row[0];
+  sums->entropy[h] += RowEntropy(row, t);
+  if (i >= 1) sums->prev[h] += row[i - 1];
+  if (value_norms != nullptr && averaged_row) {
+    const double first = static_cast<double>(row[0]) * value_norms[0];
+    double total = 0.0;
+    for (int64_t j = 0; j < t; ++j) total += static_cast<double>(row[j]) * value_norms[j];
+    sums->vw_raw[h] += first;
+    sums->vw_norm[h] += total > 0.0 ? first / total : 0.0;
+  }
+  const int64_t n = induction_n_;
+  if (n > 0 && i >= n + 1 && i <= 2 * n && i - n + 1 < t) sums->induction[h] += row[i - n + 1];
+}
+
+void HeadStatsAccumulator::AddBlock(const model::AttentionBlock& block, bool use_value_norms) {
+  const auto layer = static_cast<size_t>(block.layer);
+  const auto heads = static_cast<size_t>(block.num_heads);
+  if (layers_.size() <= layer) layers_.resize(layer + 1);
+  LayerSums& sums = layers_[layer];
+  for (auto* v : {&sums.sink, &sums.first_mass, &sums.entropy, &sums.prev, &sums.vw_raw,
+                  &sums.vw_norm, &sums.induction}) {
+    if (v->size() < heads) v->resize(heads, 0.0);
+  }
+  const int64_t t = num_tokens_;
+  const int64_t rows = block.query_end - block.query_begin;
+  for (int64_t h = 0; h < block.num_heads; ++h) {
+    const float* norms = use_value_norms ? block.value_norms + h * t : nullptr;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* row = block.probs + (h * rows + r) * t;
+      AddRow(row, norms, block.query_begin + r, h, &sums);
+    }
+  }
+}
+
+HeadStats HeadStatsAccumulator::Finish(int64_t num_layers, int64_t num_heads,
+                                       bool with_value_norms) const {
+  const int64_t t = num_tokens_;
+  const double averaged_rows = t > 1 ? static_cast<double>(t - 1) : 1.0;
+  const double prev_rows = t > 1 ? static_cast<double>(t - 1) : 0.0;
+  HeadStats out;
+  const HeadGrid empty(static_cast<size_t>(num_layers),
+                       std::vector<double>(static_cast<size_t>(num_heads), 0.0));
+  out.sink_score = out.first_token_mass = out.attention_entropy = out.prev_token_score = empty;
+  if (with_value_norms) out.value_weighted_raw = out.value_weighted_normalized = empty;
+  if (induction_n_ > 0) out.induction_score = empty;
+  for (size_t l = 0; l < static_cast<size_t>(num_layers) && l < layers_.size(); ++l) {
+    const LayerSums& s = layers_[l];
+    for (size_t h = 0; h < static_cast<size_t>(num_heads) && h < s.sink.size(); ++h) {
+      out.sink_score[l][h] = s.sink[h];
+      out.first_token_mass[l][h] = s.first_mass[h] / averaged_rows;
+      out.attention_entropy[l][h] = t > 0 ? s.entropy[h] / static_cast<double>(t) : 0.0;
+      out.prev_token_score[l][h] = prev_rows > 0 ? s.prev[h] / prev_rows : 0.0;
+      if (with_value_norms) {
+        out.value_weighted_raw[l][h] = s.vw_raw[h] / averaged_rows;
+        out.value_weighted_normalized[l][h] = s.vw_norm[h] / averaged_rows;
+      }
+      if (induction_n_ > 0) {
+        out.induction_score[l][h] = s.induction[h] / static_cast<double>(induction_n_);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace attnscope::analysis

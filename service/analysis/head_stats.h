@@ -1,0 +1,66 @@
+// Per-(layer, head) attention statistics, accumulated block by block so that
+// the L x H x T x T attention tensor is never stored.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "service/analysis/prompt_stats.h"
+#include "service/model/forward_observer.h"
+
+namespace attnscope::analysis {
+
+// The per-head numbers of docs/definitions.md.
+struct HeadStats {
+  HeadGrid sink_score;
+  HeadGrid first_token_mass;
+  HeadGrid attention_entropy;
+  HeadGrid prev_token_score;  // 0 when T = 1 (no previous token)
+  HeadGrid value_weighted_raw;         // empty unless value norms were seen
+  HeadGrid value_weighted_normalized;  // empty unless value norms were seen
+  HeadGrid induction_score;            // empty unless induction_n > 0
+};
+
+// Accumulates the per-head sums of one sequence. Memory: a handful of doubles
+// per (layer, head), independent of T.
+class HeadStatsAccumulator {
+ public:
+  // induction_n > 0 also accumulates the induction score for a probe of
+  // T = 2 * induction_n + 1 tokens (the caller checks T).
+  explicit HeadStatsAccumulator(int64_t induction_n = 0) : induction_n_(induction_n) {}
+
+  // Forgets everything; the next blocks belong to a sequence of `num_tokens`.
+  void Begin(int64_t num_tokens);
+
+  // Adds one block of query rows. The caller has validated it: layer >= 0,
+  // num_keys == T, 0 <= query_begin < query_end <= T, num_heads >= 1 and the
+  // same for every block, probs non-null. value_norms (H, T) is used when
+  // `use_value_norms` is true and must then be non-null.
+  void AddBlock(const model::AttentionBlock& block, bool use_value_norms);
+
+  // The statistics of layers 0..num_layers-1 with `num_heads` heads each,
+  // assuming every row of every layer was added exactly once.
+  HeadStats Finish(int64_t num_layers, int64_t num_heads, bool with_value_norms) const;
+
+ private:
+  // Running sums of one layer, one entry per head.
+  struct LayerSums {
+    std::vector<double> sink, first_mass, entropy, prev, vw_raw, vw_norm, induction;
+  };
+  void AddRow(const float* row, const float* value_norms, int64_t i, int64_t h,
+              LayerSums* sums) const;
+
+  int64_t induction_n_ = 0;
+  int64_t num_tokens_ = 0;
+  std::vector<LayerSums> layers_;
+};
+
+// Fraction of the heads with l >= floor(L/2) whose sink score is > cut; 0 for
+// an empty grid.
+double BackHalfSinkShare(const HeadGrid& sink_score, double cut = 0.5);
+
+// -sum_j p_j log p_j over p[0..n), in double, with 0 log 0 = 0 (negative
+// entries are treated like 0).
+double RowEntropy(const float* p, int64_t n);
+
+}  // namespace attnscope::analysis

@@ -1,0 +1,100 @@
+// PromptAnalyzer: a ForwardObserver that computes every statistic of
+// docs/definitions.md for one sequence while the forward pass runs, in memory
+// O(L*H + (L+1)*T) (never the L x H x T x T attention weights).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "service/analysis/head_stats.h"
+#include "service/analysis/prompt_stats.h"
+#include "service/analysis/token_stats.h"
+#include "service/model/forward_observer.h"
+
+namespace attnscope::analysis {
+
+struct AnalysisOptions {
+  // Sink threshold on the z-score.
+  double threshold = 6.0;
+  // Structural positions (see structural.h); entries outside [0, T) are
+  // ignored. Taken as given: position 0 is only structural if listed.
+  std::vector<int64_t> structural = {0};
+  // Ask the runtime for value norms and report the value-weighted share.
+  bool want_value_norms = false;
+  // > 0: also report the induction score for a probe of T = 2n+1 tokens
+  // (Finish fails if T differs).
+  int64_t induction_n = 0;
+};
+
+class PromptAnalyzer : public model::ForwardObserver {
+ public:
+  // Observes the sequence with index `sequence` of the batch; events of other
+  // sequences are ignored.
+  explicit PromptAnalyzer(AnalysisOptions options, int sequence = 0);
+
+  model::ObserverNeeds Needs() const override;
+  // Starts (or restarts) the analysis of a sequence of `num_tokens` tokens
+  // (1..2^24; Finish reports anything else).
+  void OnBegin(int sequence, int64_t num_tokens) override;
+  void OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
+                     int64_t width) override;
+  void OnAttention(const model::AttentionBlock& block) override;
+  void OnLogits(int sequence, const float* logits, int64_t num_tokens, int64_t vocab) override;
+
+  // The statistics once the forward pass is over. InvalidArgument if the
+  // events were inconsistent: no OnBegin, a block or state whose shape does
+  // not match T, layers or heads that disagree, attention rows of a layer not
+  // covered exactly once in order, hidden states other than 0..L, missing
+  // logits, missing value norms when requested, or T != 2n+1 with an
+  // induction probe. The message names the event and the values.
+  absl::StatusOr<PromptStats> Finish() const;
+
+ private:
+  absl::Status CheckBlock(const model::AttentionBlock& block) const;
+  absl::Status CheckComplete() const;
+  void Fail(absl::Status status);
+
+  AnalysisOptions options_;
+  int sequence_ = 0;
+  bool begun_ = false;
+  int64_t num_tokens_ = 0;
+  int64_t num_heads_ = 0;
+  int64_t vocab_ = 0;
+  absl::Status error_;
+  std::vector<int64_t> rows_done_;                // per layer: next expected query row
+  std::vector<std::vector<double>> token_norms_;  // per state: [T]
+  bool have_logits_ = false;
+  HeadStatsAccumulator heads_;
+  ReceivedAccumulator received_;
+  std::vector<double> entropy_nats_;
+  std::vector<double> entropy_normalized_;
+};
+
+// Full forward-pass tensors of one sequence, row-major float32.
+struct ForwardTensors {
+  int64_t num_layers = 0;  // L
+  int64_t num_heads = 0;   // H
+  int64_t num_tokens = 0;  // T
+  int64_t width = 0;       // D
+  int64_t vocab = 0;       // V
+  absl::Span<const float> attentions;     // (L, H, T, T)
+  absl::Span<const float> hidden_states;  // (L+1, T, D)
+  absl::Span<const float> logits;         // (T, V)
+  absl::Span<const float> value_norms;    // (L, H, T); empty when absent
+};
+
+// Feeds the tensors through a PromptAnalyzer in the order the runtime uses
+// (OnBegin, hidden state 0, then per layer its attention blocks and the next
+// hidden state, then the logits) and returns its result. query_block_size > 0
+// splits every layer's attention into blocks of that many query rows (the
+// last may be shorter); 0 sends one block per layer. InvalidArgument when a
+// dimension is < 1 or a span's size does not match the shape, or when value
+// norms are requested but absent.
+absl::StatusOr<PromptStats> AnalyzeTensors(const ForwardTensors& tensors,
+                                           const AnalysisOptions& options,
+                                           int64_t query_block_size = 0);
+
+}  // namespace attnscope::analysis

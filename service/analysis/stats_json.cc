@@ -1,0 +1,53 @@
+#include "service/analysis/stats_json.h"
+
+#include <cmath>
+#include <vector>
+
+namespace attnscope::analysis {
+namespace {
+
+nlohmann::json Number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
+
+nlohmann::json Vector(const std::vector<double>& values) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double v : values) out.push_back(Number(v));
+  return out;
+}
+
+nlohmann::json Matrix(const std::vector<std::vector<double>>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& row : rows) out.push_back(Vector(row));
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json StatsToJson(const PromptStats& stats) {
+  nlohmann::json j;
+  j["sink_score"] = Matrix(stats.sink_score);
+  j["first_token_mass"] = Matrix(stats.first_token_mass);
+  j["back_half_sink_share"] = Number(stats.back_half_sink_share);
+  j["massive"] = {{"max_norm", Vector(stats.max_norm)},
+                  {"ratio_first_to_median_rest", Number(stats.massive_ratio)},
+                  {"argmax_token", stats.massive_argmax}};
+  j["token_norms"] = Matrix(stats.token_norms);
+  j["received"] = Vector(stats.received);
+  j["z"] = Vector(stats.z);
+  j["structural"] = stats.structural;
+  j["threshold"] = Number(stats.threshold);
+  j["sinks"] = stats.sinks;
+  j["health"] = Number(stats.health);
+  j["next_token_entropy_nats"] = Vector(stats.next_token_entropy_nats);
+  j["next_token_entropy_normalized"] = Vector(stats.next_token_entropy_normalized);
+  j["attention_entropy"] = Matrix(stats.attention_entropy);
+  j["prev_token_score"] = Matrix(stats.prev_token_score);
+  if (!stats.value_weighted_raw.empty()) {
+    j["value_weighted_first_token_share"] = {
+        {"raw", Matrix(stats.value_weighted_raw)},
+        {"normalized", Matrix(stats.value_weighted_normalized)}};
+  }
+  if (!stats.induction_score.empty()) j["induction_score"] = Matrix(stats.induction_score);
+  return j;
+}
+
+}  // namespace attnscope::analysis

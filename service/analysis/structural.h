@@ -1,0 +1,48 @@
+// Structural positions: tokens whose identity is fixed by a template, not by
+// what was said (docs/definitions.md, "Structural positions"). They are
+// reported and left out of the z-score baseline.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace attnscope::analysis {
+
+enum class Template {
+  kNone,    // position 0 and special tokens only
+  kChatml,  // plus ChatML markers, role names and their newlines
+  kAuto,    // kChatml if the text contains "<|im_start|>", else kNone
+};
+
+// Parses the setting string "none", "chatml" or "auto" (exact, lower case);
+// InvalidArgument naming the value and the accepted ones otherwise.
+absl::StatusOr<Template> ParseTemplate(std::string_view name);
+
+// "none", "chatml" or "auto".
+std::string_view TemplateName(Template t);
+
+// Structural positions of a prompt, sorted and unique, all in [0, T) with
+// T = token_bytes.size():
+//  - position 0 (when T >= 1);
+//  - every token with is_special[i] true (missing flags count as false, extra
+//    flags are ignored);
+//  - ChatML: every token overlapping a "<|im_start|>" or "<|im_end|>" marker
+//    found in the concatenated token bytes (GPT-2 splits these markers into
+//    several ordinary tokens); after an <|im_start|> marker, the role name
+//    (the run of up to 8 tokens without whitespace right after the marker:
+//    GPT-2 splits "assistant" into "ass" + "istant") and the newline token
+//    right after it; the newline token right after an <|im_end|> marker.
+//    A newline token is a token made only of whitespace that contains '\n'.
+// token_bytes[i] are the raw bytes of token i (Tokenizer::TokenBytes).
+std::vector<int64_t> StructuralPositions(const std::vector<std::string>& token_bytes,
+                                         const std::vector<bool>& is_special, Template t);
+
+// The template kAuto resolves to for these tokens (kNone and kChatml are
+// returned unchanged).
+Template ResolveTemplate(const std::vector<std::string>& token_bytes, Template t);
+
+}  // namespace attnscope::analysis

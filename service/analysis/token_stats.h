@@ -1,0 +1,72 @@
+// Per-token statistics of docs/definitions.md: hidden-state norms, massive
+// activations, attention received, log-MAD z-scores, sinks, context health
+// and next-token entropy.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "service/model/forward_observer.h"
+
+namespace attnscope::analysis {
+
+// Lower median (element (n-1) div 2 of the sorted values, as torch.median);
+// NaN sorts last. 0 for an empty input.
+double LowerMedian(std::vector<double> values);
+
+// ||x[i,:]||_2 for each of the `num_tokens` rows of x (num_tokens, width),
+// accumulated in double.
+std::vector<double> RowNorms(const float* x, int64_t num_tokens, int64_t width);
+
+struct MassiveStats {
+  std::vector<double> max_norm;  // [T]: max over states of the token norm
+  double ratio = 1.0;            // max_norm[0] / lower_median(max_norm[1:])
+  int64_t argmax = 0;            // first position of the largest max_norm
+};
+
+// From token_norms [L+1][T] (every row of length T). ratio is 1 when T = 1
+// and 0 when the median of the rest is not positive (ratio undefined).
+MassiveStats ComputeMassive(const std::vector<std::vector<double>>& token_norms);
+
+// Column sums of all attention rows of a sequence, for R[j].
+class ReceivedAccumulator {
+ public:
+  // Forgets everything; the next blocks belong to a sequence of `num_tokens`.
+  void Begin(int64_t num_tokens);
+  // Adds every row of every head of a block already validated by the caller
+  // (num_keys == T, 0 <= query_begin < query_end <= T, probs non-null).
+  void AddBlock(const model::AttentionBlock& block);
+  // R[j] = (sum_i M[i,j]) / (T - j) with M the mean over the
+  // `num_layer_heads` (= L*H) attention maps added.
+  std::vector<double> Finish(int64_t num_layer_heads) const;
+
+ private:
+  std::vector<double> column_sums_;
+};
+
+// log-MAD z-scores: x_j = log(max(R[j], 1e-8)); m and s = 1.4826 * MAD over
+// the candidates (positions of [0, T) not in `structural`; entries outside
+// [0, T) are ignored); z_j = (x_j - m) / s for every j. All zeros when there
+// is no candidate or s < 1e-8.
+std::vector<double> LogMadZ(const std::vector<double>& received,
+                            const std::vector<int64_t>& structural);
+
+struct HealthResult {
+  double health = 10.0;         // 0..10
+  std::vector<int64_t> sinks;   // candidates with z > threshold, ascending
+  int64_t num_candidates = 0;   // positions of [0, T) not structural
+};
+
+// Context health: 10 when there is no candidate or no sink, otherwise
+// clamp(10 - 10 * sinks/candidates - min(mean z of the sinks, 5), 0, 10).
+HealthResult ContextHealth(const std::vector<double>& z, const std::vector<int64_t>& structural,
+                           double threshold);
+
+// Next-token entropy of each row of logits (num_tokens, vocab): computed in
+// double through log-softmax, then rounded to float as the reference does.
+// `nats` and `normalized` (divided by log V; 0 when V = 1) get num_tokens
+// entries.
+void NextTokenEntropy(const float* logits, int64_t num_tokens, int64_t vocab,
+                      std::vector<double>* nats, std::vector<double>* normalized);
+
+}  // namespace attnscope::analysis
