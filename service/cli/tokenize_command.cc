@@ -41,8 +41,10 @@ int RunTokenize(const std::vector<std::string>& args) {
     std::cout << "\n";
     return kExitOk;
   }
-  nlohmann::json out = {{"ids", enc->ids}, {"tokens", nlohmann::json::array()},
-                        {"offsets", nlohmann::json::array()}};
+  // Keys in the documented order: ids, tokens, offsets.
+  nlohmann::ordered_json out = {{"ids", enc->ids},
+                                {"tokens", nlohmann::ordered_json::array()},
+                                {"offsets", nlohmann::ordered_json::array()}};
   for (size_t i = 0; i < enc->ids.size(); ++i) {
     out["tokens"].push_back((*tok)->TokenString(enc->ids[i]).value_or("?"));
     out["offsets"].push_back({enc->offsets[i].first, enc->offsets[i].second});
