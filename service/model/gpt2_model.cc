@@ -73,6 +73,7 @@ class Gpt2Model : public LanguageModel {
   at::Tensor RunBlock(int layer, const at::Tensor& x, const ForwardOptions& options,
                       int64_t past, Gpt2Cache* cache, ObserverSet& observers) const;
   at::Tensor Activate(const at::Tensor& x) const;
+  at::Tensor Logits(const at::Tensor& x) const;
   at::Tensor Norm(const at::Tensor& x, const LayerNormWeights& n) const {
     return at::layer_norm(x, {config_.hidden_size}, n.weight, n.bias, config_.norm_eps);
   }
@@ -132,6 +133,15 @@ absl::Status Gpt2Model::LoadWeights(const WeightLoader& w) {
                         absl::StrCat("vocab_size=", config_.vocab_size, ", n_embd=", d)));
   }
   return absl::OkStatus();
+}
+
+// x (B, T, D) -> logits (B, T, V). A single row (a decoding step) goes
+// through matrix-vector: GEMM would first repack the whole (V, D) head.
+at::Tensor Gpt2Model::Logits(const at::Tensor& x) const {
+  const at::Tensor rows = x.reshape({-1, config_.hidden_size});
+  const at::Tensor logits = rows.size(0) == 1 ? at::mv(lm_head_, rows[0]).unsqueeze(0)
+                                              : at::mm(rows, lm_head_.t());
+  return logits.view({x.size(0), x.size(1), config_.vocab_size});
 }
 
 at::Tensor Gpt2Model::Activate(const at::Tensor& x) const {
@@ -206,7 +216,7 @@ absl::Status Gpt2Model::Forward(const std::vector<std::vector<int64_t>>& batch,
     }
     x = Norm(x, ln_f_);
     obs.PublishHidden(static_cast<int>(config_.num_layers), x);
-    if (obs.needs().logits) obs.PublishLogits(at::matmul(x, lm_head_.t()));
+    if (obs.needs().logits) obs.PublishLogits(Logits(x));
     if (cache != nullptr) cache->Commit(past + tokens);
     return absl::OkStatus();
   } catch (const c10::Error& e) {
