@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -17,6 +18,8 @@ class Registry;
 
 namespace attnscope::metrics {
 
+// The service's metric families in one prometheus::Registry. Every method is
+// safe to call from any thread. Labelled series appear with their first record.
 class ServiceMetrics {
  public:
   ServiceMetrics();
@@ -29,34 +32,62 @@ class ServiceMetrics {
   void RecordRequest(const std::string& rpc, const std::string& code, double seconds);
   // Time from receiving a streaming request to its first event.
   void RecordFirstEvent(const std::string& rpc, double seconds);
+  // Tokens of one prompt after tokenization (attnscope_prompt_tokens).
   void RecordPromptTokens(const std::string& model, int64_t tokens);
+  // One finished generation: `tokens` generated in `seconds`. Adds to
+  // attnscope_generated_tokens_total (tokens <= 0 adds nothing) and observes
+  // tokens / seconds (only when both are positive).
   void RecordGeneration(const std::string& model, int64_t tokens, double seconds);
+  // Current values of the gauges attnscope_in_flight_requests,
+  // attnscope_queued_requests and attnscope_subscribers.
   void SetInFlight(int64_t requests);
   void SetQueued(int64_t requests);
   void SetSubscribers(int64_t subscribers);
+  // Adds to attnscope_feed_events_dropped_total (events <= 0 adds nothing).
   void AddDroppedFeedEvents(int64_t events);
-  // The model-internal numbers of one analyzed prompt.
+  // The model-internal numbers of one analyzed prompt: context health 0..10,
+  // anomalous sink count, last-layer first-token mass 0..1, massive-activation
+  // ratio (docs/definitions.md).
   void RecordAnalysis(const std::string& model, double health, int64_t anomalous_sinks,
                       double last_layer_first_token_mass, double massive_ratio);
   // One next-token entropy (normalized, 0..1) of a prompt position or a
   // generated token.
   void RecordNextTokenEntropy(const std::string& model, double normalized_entropy);
-  // attnscope_model_info{model,architecture,layers,heads,...} 1.
+  // attnscope_model_info{model,architecture,layers,heads,...} 1; a second
+  // call for the same model replaces its series.
   void SetModelInfo(const std::string& model, const std::string& architecture, int64_t layers,
                     int64_t heads, int64_t width, int64_t vocab, int64_t positions);
 
+  // The registry holding every family (shared: outlives this object if held).
   std::shared_ptr<prometheus::Registry> registry() const;
+
+  // One registered metric family. registry()->Collect() leaves out families
+  // that have no series yet (a labelled family before its first record).
+  struct FamilyInfo {
+    std::string name;  // "attnscope_requests_total"
+    std::string type;  // "counter", "gauge" or "histogram"
+    std::string help;
+  };
+  // Every family this class registers, series or not, in registration order.
+  const std::vector<FamilyInfo>& families() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 
-// Serves /metrics over HTTP for a ServiceMetrics (prometheus-cpp's Exposer).
+// Serves /metrics over HTTP/1.1 for a ServiceMetrics (GET or HEAD; the text
+// format of prometheus-cpp's TextSerializer) from one thread of its own. Not
+// prometheus-cpp's Exposer: civetweb's fixed 100 KiB thread stacks cannot hold
+// the static TLS of a process that links libtorch/OpenBLAS (see
+// metrics_server.cc). Stops and joins its thread in the destructor.
 class MetricsServer {
  public:
-  // `listen` is "host:port" (port 0 picks a free one). Unavailable with the
-  // reason if the port cannot be bound.
+  // `listen` is "host:port" with an IP address or "localhost" (127.0.0.1),
+  // "[ipv6]:port", or ":port" for every interface (port 0 picks a free one).
+  // InvalidArgument for a malformed address or a host name (no DNS lookups),
+  // Unavailable with the reason if it cannot be bound.
+  // The server keeps the metrics' registry alive, so `metrics` may go first.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& listen,
                                                               const ServiceMetrics& metrics);
   ~MetricsServer();

@@ -1,0 +1,218 @@
+// deploy/: Prometheus config, alert rules (with their promtool unit tests) and
+// the Grafana dashboard, checked with promtool and against ServiceMetrics.
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "service/metrics/service_metrics.h"
+#include "tests/metrics/metrics_test_support.h"
+
+namespace attnscope::metrics {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ProcessResult;
+using testing::RunProcess;
+
+std::string DeployFile(const std::string& name) {
+  return std::string(ATTNSCOPE_DEPLOY_DIR) + "/" + name;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+ProcessResult Promtool(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {ATTNSCOPE_PROMTOOL};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProcess(argv, "");
+}
+
+// Every series name a query may use, mapped to its family: counters and
+// gauges by family name, histograms by their _bucket, _sum and _count series.
+std::map<std::string, std::string> RegisteredSeries() {
+  ServiceMetrics metrics;
+  std::map<std::string, std::string> series;
+  for (const ServiceMetrics::FamilyInfo& family : metrics.families()) {
+    if (family.type == "histogram") {
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+        series[family.name + suffix] = family.name;
+      }
+    } else {
+      series[family.name] = family.name;
+    }
+  }
+  return series;
+}
+
+// Every identifier in `text` that starts with "attnscope_".
+std::vector<std::string> AttnscopeNames(const std::string& text) {
+  const auto is_name_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  };
+  std::vector<std::string> names;
+  for (std::size_t at = text.find("attnscope_"); at != std::string::npos;
+       at = text.find("attnscope_", at + 1)) {
+    if (at > 0 && is_name_char(text[at - 1])) continue;
+    std::size_t end = at;
+    while (end < text.size() && is_name_char(text[end])) ++end;
+    names.push_back(text.substr(at, end - at));
+  }
+  return names;
+}
+
+std::string ReplaceAll(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+// `text` with every run of whitespace turned into one space.
+std::string Squeeze(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool space = std::isspace(static_cast<unsigned char>(c));
+    if (!space) {
+      out += c;
+    } else if (!out.empty() && out.back() != ' ') {
+      out += ' ';
+    }
+  }
+  return out;
+}
+
+nlohmann::json Dashboard() {
+  return nlohmann::json::parse(Slurp(DeployFile("grafana-dashboard.json")));
+}
+
+// Each query of the dashboard (panel targets and variables), keyed by where
+// it is, e.g. "Sink rate/B".
+std::map<std::string, std::string> DashboardQueries(const nlohmann::json& dashboard) {
+  std::map<std::string, std::string> queries;
+  for (const nlohmann::json& panel : dashboard.at("panels")) {
+    if (!panel.contains("targets")) continue;
+    for (const nlohmann::json& target : panel.at("targets")) {
+      queries[panel.at("title").get<std::string>() + "/" + target.at("refId").get<std::string>()] =
+          target.at("expr").get<std::string>();
+    }
+  }
+  for (const nlohmann::json& variable : dashboard.at("templating").at("list")) {
+    queries["$" + variable.at("name").get<std::string>()] = variable.at("definition");
+  }
+  return queries;
+}
+
+TEST(DeployTest, PrometheusConfigIsValidAndScrapesTheService) {
+  const ProcessResult check = Promtool({"check", "config", DeployFile("prometheus.yml")});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_THAT(check.output, HasSubstr("SUCCESS: 1 rule files found"));
+  const std::string config = Slurp(DeployFile("prometheus.yml"));
+  EXPECT_THAT(config, HasSubstr("job_name: attnscope"));
+  EXPECT_THAT(config, HasSubstr("\"127.0.0.1:9464\""));
+}
+
+TEST(DeployTest, AlertRulesAreValid) {
+  const ProcessResult check = Promtool({"check", "rules", DeployFile("alerts.yml")});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_THAT(check.output, HasSubstr("SUCCESS: 4 rules found"));
+}
+
+TEST(DeployTest, EveryAlertFiresInItsUnitTest) {
+  const ProcessResult test = Promtool({"test", "rules", DeployFile("alerts_test.yml")});
+  EXPECT_EQ(test.exit_code, 0) << test.output;
+  EXPECT_THAT(test.output, HasSubstr("SUCCESS"));
+  const std::string tests = Squeeze(Slurp(DeployFile("alerts_test.yml")));
+  for (const char* alert : {"AttnscopeDown", "AttnscopeErrorRatioHigh", "AttnscopeContextHealthLow",
+                            "AttnscopeFeedDropping"}) {
+    EXPECT_THAT(Slurp(DeployFile("alerts.yml")), HasSubstr(std::string("alert: ") + alert));
+    // A firing expectation (exp_labels) follows the alert's name somewhere.
+    const std::string fires = std::string("alertname: ") + alert + " exp_alerts: - exp_labels:";
+    EXPECT_NE(tests.find(fires), std::string::npos) << alert << " is never shown firing";
+  }
+}
+
+TEST(DeployTest, AlertsNameOnlyRegisteredMetrics) {
+  const std::map<std::string, std::string> registered = RegisteredSeries();
+  const std::vector<std::string> used = AttnscopeNames(Slurp(DeployFile("alerts.yml")));
+  EXPECT_GE(used.size(), 4u);
+  for (const std::string& name : used) EXPECT_EQ(registered.count(name), 1u) << name;
+}
+
+TEST(DeployTest, DashboardIsImportable) {
+  const nlohmann::json dashboard = Dashboard();
+  ASSERT_EQ(dashboard.at("__inputs").size(), 1u);
+  EXPECT_EQ(dashboard["__inputs"][0].at("name"), "DS_PROMETHEUS");
+  EXPECT_EQ(dashboard["__inputs"][0].at("pluginId"), "prometheus");
+  std::set<int> ids;
+  std::set<std::string> types;
+  for (const nlohmann::json& panel : dashboard.at("panels")) {
+    EXPECT_TRUE(ids.insert(panel.at("id").get<int>()).second) << "duplicate id " << panel["id"];
+    types.insert(panel.at("type").get<std::string>());
+    if (panel.at("type") == "row") continue;
+    EXPECT_EQ(panel.at("datasource").at("uid"), "${DS_PROMETHEUS}") << panel["title"];
+    ASSERT_FALSE(panel.at("targets").empty()) << panel["title"];
+    for (const nlohmann::json& target : panel["targets"]) {
+      EXPECT_EQ(target.at("datasource").at("uid"), "${DS_PROMETHEUS}") << panel["title"];
+    }
+  }
+  EXPECT_EQ(types, (std::set<std::string>{"row", "timeseries", "heatmap", "table"}));
+}
+
+TEST(DeployTest, DashboardQueriesNameOnlyRegisteredMetrics) {
+  const std::map<std::string, std::string> registered = RegisteredSeries();
+  std::set<std::string> families_used;
+  for (const auto& [where, expr] : DashboardQueries(Dashboard())) {
+    const std::vector<std::string> used = AttnscopeNames(expr);
+    EXPECT_FALSE(used.empty()) << where << ": " << expr;
+    for (const std::string& name : used) {
+      EXPECT_EQ(registered.count(name), 1u) << where << " uses unregistered " << name;
+      if (registered.count(name)) families_used.insert(registered.at(name));
+    }
+  }
+  // And every family is on the dashboard somewhere.
+  ServiceMetrics metrics;
+  for (const ServiceMetrics::FamilyInfo& family : metrics.families()) {
+    EXPECT_EQ(families_used.count(family.name), 1u) << family.name << " has no panel";
+  }
+}
+
+TEST(DeployTest, DashboardQueriesAreValidPromQL) {
+  // promtool parses PromQL in rule files: wrap each panel query, with
+  // Grafana's variables replaced, in a recording rule.
+  std::string rules = "groups:\n  - name: dashboard\n    rules:\n";
+  int n = 0;
+  for (const auto& [where, expr] : DashboardQueries(Dashboard())) {
+    if (where.front() == '$') continue;  // label_values() is Grafana's, not PromQL.
+    const std::string promql =
+        ReplaceAll(ReplaceAll(expr, "$__rate_interval", "5m"), "$model", ".*");
+    rules += "      - record: dashboard:query" + std::to_string(n++) +
+             "\n        expr: " + nlohmann::json(promql).dump() + "\n";
+  }
+  char path[] = "/tmp/attnscope-dashboard-rules-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::ofstream(path) << rules;
+  close(fd);
+  const ProcessResult check = Promtool({"check", "rules", path});
+  unlink(path);
+  EXPECT_EQ(check.exit_code, 0) << check.output << rules;
+  EXPECT_THAT(check.output, HasSubstr("SUCCESS: " + std::to_string(n) + " rules found"));
+}
+
+}  // namespace
+}  // namespace attnscope::metrics

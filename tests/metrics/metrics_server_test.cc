@@ -1,0 +1,168 @@
+// MetricsServer over real loopback sockets, checked with Debian's promtool.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "service/metrics/service_metrics.h"
+#include "tests/metrics/metrics_test_support.h"
+
+namespace attnscope::metrics {
+namespace {
+
+using testing::HasLine;
+using ::testing::HasSubstr;
+using testing::HttpGet;
+using testing::SendRaw;
+
+std::unique_ptr<MetricsServer> StartOrDie(const ServiceMetrics& metrics,
+                                          const std::string& listen = "127.0.0.1:0") {
+  absl::StatusOr<std::unique_ptr<MetricsServer>> server = MetricsServer::Start(listen, metrics);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(server).value() : nullptr;
+}
+
+// One of every family, so promtool sees each type and naming.
+void RecordOneOfEach(ServiceMetrics& metrics) {
+  metrics.RecordRequest("Analyze", "OK", 0.04);
+  metrics.RecordRequest("Analyze", "OK", 0.06);
+  metrics.RecordRequest("Generate", "RESOURCE_EXHAUSTED", 0.001);
+  metrics.RecordFirstEvent("Generate", 0.03);
+  metrics.RecordPromptTokens("tiny-gpt2", 12);
+  metrics.RecordGeneration("tiny-gpt2", 16, 0.4);
+  metrics.SetInFlight(1);
+  metrics.SetQueued(2);
+  metrics.SetSubscribers(1);
+  metrics.AddDroppedFeedEvents(3);
+  metrics.RecordAnalysis("tiny-gpt2", 7.5, 1, 0.4, 11.0);
+  metrics.RecordNextTokenEntropy("tiny-gpt2", 0.55);
+  metrics.SetModelInfo("tiny-gpt2", "gpt2", 2, 2, 64, 1000, 128);
+}
+
+TEST(MetricsServerTest, ServesRecordedValuesOverHttp) {
+  ServiceMetrics metrics;
+  RecordOneOfEach(metrics);
+  std::unique_ptr<MetricsServer> server = StartOrDie(metrics);
+  ASSERT_NE(server, nullptr);
+  EXPECT_GT(server->port(), 0);
+  const testing::HttpReply reply = HttpGet(server->port(), "/metrics");
+  ASSERT_EQ(reply.status, 200) << reply.head;
+  EXPECT_THAT(reply.head, HasSubstr("Content-Type: text/plain; version=0.0.4"));
+  EXPECT_TRUE(HasLine(reply.body, R"(attnscope_requests_total{code="OK",rpc="Analyze"} 2)"))
+      << reply.body;
+  EXPECT_TRUE(HasLine(reply.body,
+                      R"(attnscope_requests_total{code="RESOURCE_EXHAUSTED",rpc="Generate"} 1)"));
+  EXPECT_TRUE(
+      HasLine(reply.body, R"(attnscope_context_health_bucket{model="tiny-gpt2",le="7"} 0)"));
+  EXPECT_TRUE(
+      HasLine(reply.body, R"(attnscope_context_health_bucket{model="tiny-gpt2",le="8"} 1)"));
+  EXPECT_TRUE(HasLine(reply.body, "attnscope_queued_requests 2"));
+}
+
+TEST(MetricsServerTest, PromtoolFindsNoProblemsInTheScrape) {
+  ServiceMetrics metrics;
+  RecordOneOfEach(metrics);
+  std::unique_ptr<MetricsServer> server = StartOrDie(metrics);
+  ASSERT_NE(server, nullptr);
+  const testing::HttpReply reply = HttpGet(server->port(), "/metrics");
+  ASSERT_EQ(reply.status, 200);
+  const testing::ProcessResult check = testing::PromtoolCheckMetrics(reply.body);
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_EQ(check.output, "");
+}
+
+TEST(MetricsServerTest, PromtoolCheckRejectsALintProblem) {
+  // The check above can fail: an undocumented counter without _total is flagged.
+  const testing::ProcessResult check =
+      testing::PromtoolCheckMetrics("# TYPE attnscope_requests counter\nattnscope_requests 1\n");
+  EXPECT_NE(check.exit_code, 0);
+  EXPECT_THAT(check.output, HasSubstr("_total"));
+}
+
+TEST(MetricsServerTest, ScrapesSeeLaterUpdates) {
+  ServiceMetrics metrics;
+  std::unique_ptr<MetricsServer> server = StartOrDie(metrics);
+  ASSERT_NE(server, nullptr);
+  metrics.RecordRequest("ListModels", "OK", 0.001);
+  EXPECT_TRUE(HasLine(HttpGet(server->port(), "/metrics").body,
+                      R"(attnscope_requests_total{code="OK",rpc="ListModels"} 1)"));
+  metrics.RecordRequest("ListModels", "OK", 0.001);
+  EXPECT_TRUE(HasLine(HttpGet(server->port(), "/metrics").body,
+                      R"(attnscope_requests_total{code="OK",rpc="ListModels"} 2)"));
+}
+
+TEST(MetricsServerTest, RefusesOtherPathsMethodsAndHugeHeads) {
+  ServiceMetrics metrics;
+  std::unique_ptr<MetricsServer> server = StartOrDie(metrics);
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(HttpGet(server->port(), "/").status, 404);
+  EXPECT_EQ(SendRaw(server->port(), "DELETE /metrics HTTP/1.1\r\n\r\n").status, 405);
+  const testing::HttpReply head = SendRaw(server->port(), "HEAD /metrics HTTP/1.1\r\n\r\n");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_EQ(head.body, "");
+  const std::string huge = "GET /metrics HTTP/1.1\r\nX-Pad: " + std::string(9000, 'a') + "\r\n\r\n";
+  EXPECT_EQ(SendRaw(server->port(), huge).status, 431);
+  EXPECT_EQ(HttpGet(server->port(), "/metrics").status, 200);  // Still serving.
+}
+
+TEST(MetricsServerTest, OutlivesItsServiceMetrics) {
+  auto metrics = std::make_unique<ServiceMetrics>();
+  metrics->SetSubscribers(5);
+  std::unique_ptr<MetricsServer> server = StartOrDie(*metrics);
+  ASSERT_NE(server, nullptr);
+  metrics.reset();
+  EXPECT_TRUE(HasLine(HttpGet(server->port(), "/metrics").body, "attnscope_subscribers 5"));
+}
+
+TEST(MetricsServerTest, BadOrBusyAddressesAreErrors) {
+  ServiceMetrics metrics;
+  std::unique_ptr<MetricsServer> first = StartOrDie(metrics);
+  ASSERT_NE(first, nullptr);
+  const std::string busy = "127.0.0.1:" + std::to_string(first->port());
+  absl::StatusOr<std::unique_ptr<MetricsServer>> second = MetricsServer::Start(busy, metrics);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr(busy));
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("in use"));
+  EXPECT_EQ(MetricsServer::Start("127.0.0.1", metrics).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MetricsServer::Start("300.1.1.1:0", metrics).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MetricsServer::Start("metrics.invalid:0", metrics).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MetricsServerTest, LocalhostMeansLoopback) {
+  ServiceMetrics metrics;
+  std::unique_ptr<MetricsServer> server = StartOrDie(metrics, "localhost:0");
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(HttpGet(server->port(), "/metrics").status, 200);
+}
+
+TEST(MetricsServerTest, StopsPromptlyWithAStalledClient) {
+  ServiceMetrics metrics;
+  std::unique_ptr<MetricsServer> server = StartOrDie(metrics);
+  ASSERT_NE(server, nullptr);
+  // A client that connects and never sends keeps the server inside Serve().
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(server->port()));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  usleep(100 * 1000);
+  const auto start = std::chrono::steady_clock::now();
+  server.reset();
+  const auto stop_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start);
+  close(fd);
+  EXPECT_LT(stop_ms.count(), 1000);  // Not the 5 s connection deadline.
+}
+
+}  // namespace
+}  // namespace attnscope::metrics
