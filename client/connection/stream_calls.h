@@ -1,0 +1,48 @@
+// The blocking gRPC calls the dashboard makes, each run on a pool thread by
+// Connection. With connection.cc, the only code of the client that sees gRPC.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <QString>
+#include <functional>
+#include <memory>
+
+#include "attnscope/v1/attnscope.grpc.pb.h"
+
+namespace attnscope::dashboard {
+
+using AnalyzerStub = attnscope::v1::Analyzer::Stub;
+
+// A channel to host:port that retries a lost connection within maxBackoffMs
+// (gRPC's own default waits up to two minutes) and accepts messages up to
+// 64 MiB. Each call gets its own subchannel pool, so a new channel starts
+// connecting at once instead of inheriting an old channel's back-off.
+std::shared_ptr<AnalyzerStub> makeStub(const QString& address, int maxBackoffMs);
+
+// "UNAVAILABLE: failed to connect" for a failed status, "OK" otherwise.
+QString describeStatus(const grpc::Status& status);
+
+// ListModels, waiting up to timeoutMs for the server to be reachable.
+// `context` must be fresh; it may be cancelled from another thread.
+grpc::Status listModels(AnalyzerStub& stub, grpc::ClientContext* context, int timeoutMs,
+                        attnscope::v1::ListModelsResponse* models);
+
+// Server-streaming calls: onEvent runs on the calling thread for each event,
+// in order; the call ends when the stream does or when `context` is
+// cancelled (ClientContext::TryCancel, from any thread). Returns the
+// stream's final status.
+grpc::Status runAnalyze(AnalyzerStub& stub, grpc::ClientContext* context,
+                        const attnscope::v1::AnalyzeRequest& request,
+                        const std::function<void(const attnscope::v1::AnalyzeEvent&)>& onEvent);
+grpc::Status runGenerate(AnalyzerStub& stub, grpc::ClientContext* context,
+                         const attnscope::v1::GenerateRequest& request,
+                         const std::function<void(const attnscope::v1::GenerateEvent&)>& onEvent);
+// onStarted runs once the server has acknowledged the subscription (sent its
+// initial metadata), before the first event.
+grpc::Status runSubscribe(AnalyzerStub& stub, grpc::ClientContext* context,
+                          const attnscope::v1::SubscribeRequest& request,
+                          const std::function<void()>& onStarted,
+                          const std::function<void(const attnscope::v1::FeedEvent&)>& onEvent);
+
+}  // namespace attnscope::dashboard

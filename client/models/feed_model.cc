@@ -1,0 +1,364 @@
+#include "client/models/feed_model.h"
+
+#include <cmath>
+
+#include "client/models/colors.h"
+#include "client/models/token_labels.h"
+
+namespace attnscope::dashboard {
+namespace {
+
+namespace v1 = attnscope::v1;
+
+bool fail(QString* error, const QString& message) {
+  if (error != nullptr) *error = message;
+  return false;
+}
+
+QString requestName(const v1::FeedEvent& event) {
+  return QStringLiteral("feed request %1").arg(event.request_id());
+}
+
+QDateTime eventTime(const v1::FeedEvent& event) {
+  if (event.unix_time() > 0 && std::isfinite(event.unix_time())) {
+    return QDateTime::fromMSecsSinceEpoch(static_cast<qint64>(event.unix_time() * 1000.0));
+  }
+  return QDateTime::currentDateTime();
+}
+
+QString formatDuration(double seconds) {
+  if (std::isnan(seconds)) return QString();
+  if (seconds < 1.0) return QStringLiteral("%1 ms").arg(seconds * 1000.0, 0, 'f', 0);
+  return QStringLiteral("%1 s").arg(seconds, 0, 'f', 2);
+}
+
+QString checkFinished(const v1::RequestFinished& f) {
+  if (!std::isfinite(f.health()) || f.health() < 0.0 || f.health() > 10.0) {
+    return QStringLiteral("health %1 outside 0..10").arg(f.health());
+  }
+  if (f.sink_count() < 0) return QStringLiteral("sink_count %1 < 0").arg(f.sink_count());
+  if (f.prompt_tokens() < 0 || f.generated_tokens() < 0) {
+    return QStringLiteral("negative token count (%1 prompt, %2 generated)")
+        .arg(f.prompt_tokens())
+        .arg(f.generated_tokens());
+  }
+  if (!std::isfinite(f.duration_seconds()) || f.duration_seconds() < 0.0) {
+    return QStringLiteral("duration_seconds %1 is not a non-negative number")
+        .arg(f.duration_seconds());
+  }
+  if (!std::isfinite(f.max_entropy())) return QStringLiteral("max_entropy is not finite");
+  for (const double e : f.entropy_normalized()) {
+    if (!std::isfinite(e)) return QStringLiteral("entropy_normalized has a non-finite value");
+  }
+  return QString();
+}
+
+void copyFinished(const v1::RequestFinished& f, FeedRow* row) {
+  row->rpc = QString::fromStdString(f.rpc());
+  row->model = QString::fromStdString(f.model());
+  row->promptPreview = QString::fromStdString(f.prompt_preview());
+  row->promptTokens = f.prompt_tokens();
+  row->generatedTokens = f.generated_tokens();
+  row->status = QString::fromStdString(f.status());
+  row->errorMessage = QString::fromStdString(f.error_message());
+  row->state =
+      row->status == QLatin1String("OK") ? FeedRow::State::Finished : FeedRow::State::Failed;
+  if (row->rpc == QLatin1String("Analyze") && row->state == FeedRow::State::Finished) {
+    row->health = f.health();
+    row->sinkCount = f.sink_count();
+  }
+  row->maxEntropy = f.max_entropy();
+  row->entropyNormalized =
+      QVector<double>(f.entropy_normalized().begin(), f.entropy_normalized().end());
+  row->durationSeconds = f.duration_seconds();
+}
+
+QString stateText(const FeedRow& row) {
+  switch (row.state) {
+    case FeedRow::State::Running:
+      return QStringLiteral("running");
+    case FeedRow::State::Lost:
+      return QStringLiteral("lost");
+    case FeedRow::State::Failed:
+      return row.status;
+    case FeedRow::State::Finished:
+      break;
+  }
+  return QString();
+}
+
+}  // namespace
+
+FeedModel::FeedModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+bool FeedModel::apply(const v1::FeedEvent& event, QString* error) {
+  if (event.dropped() > m_dropped) {
+    m_dropped = event.dropped();
+    Q_EMIT droppedEventsChanged(m_dropped);
+  }
+  switch (event.event_case()) {
+    case v1::FeedEvent::kStarted:
+      return applyStarted(event, error);
+    case v1::FeedEvent::kToken:
+      return applyToken(event, error);
+    case v1::FeedEvent::kFinished:
+      return applyFinished(event, error);
+    case v1::FeedEvent::EVENT_NOT_SET:
+      break;
+  }
+  return fail(error, requestName(event) + QStringLiteral(": event has no payload"));
+}
+
+bool FeedModel::applyStarted(const v1::FeedEvent& event, QString* error) {
+  if (findRow(event.request_id()) >= 0) {
+    return fail(error, requestName(event) + QStringLiteral(": duplicate 'started'"));
+  }
+  const v1::RequestStarted& s = event.started();
+  if (s.prompt_tokens() < 0) {
+    return fail(error, requestName(event) +
+                           QStringLiteral(": prompt_tokens %1 < 0").arg(s.prompt_tokens()));
+  }
+  FeedRow row;
+  row.session = m_session;
+  row.requestId = event.request_id();
+  row.time = eventTime(event);
+  row.rpc = QString::fromStdString(s.rpc());
+  row.model = QString::fromStdString(s.model());
+  row.promptPreview = QString::fromStdString(s.prompt_preview());
+  row.promptTokens = s.prompt_tokens();
+  insertRow(std::move(row));
+  return true;
+}
+
+bool FeedModel::applyToken(const v1::FeedEvent& event, QString* error) {
+  const int index = findRow(event.request_id());
+  if (index < 0) {
+    return fail(error, requestName(event) + QStringLiteral(": 'token' for an unknown request"));
+  }
+  FeedRow& row = m_rows[index];
+  if (row.state != FeedRow::State::Running) {
+    return fail(error, requestName(event) + QStringLiteral(": 'token' after the request ended"));
+  }
+  const v1::TokenEntropy& t = event.token();
+  const int expected = row.tokens.isEmpty() ? 0 : row.tokens.last().index + 1;
+  if (t.index() < expected) {
+    return fail(
+        error, requestName(event) +
+                   QStringLiteral(": token index %1, expected >= %2").arg(t.index()).arg(expected));
+  }
+  if (!std::isfinite(t.entropy_normalized()) || !std::isfinite(t.entropy_nats())) {
+    return fail(error, requestName(event) + QStringLiteral(": token entropy is not finite"));
+  }
+  if (row.tokens.size() < kMaxTokensPerRow) {
+    row.tokens.append(
+        {t.index(), QString::fromStdString(t.text()), t.entropy_nats(), t.entropy_normalized()});
+  }
+  row.generatedTokens = t.index() + 1;
+  emitRowChanged(index);
+  return true;
+}
+
+bool FeedModel::applyFinished(const v1::FeedEvent& event, QString* error) {
+  const QString problem = checkFinished(event.finished());
+  if (!problem.isEmpty()) return fail(error, requestName(event) + QStringLiteral(": ") + problem);
+  const int index = findRow(event.request_id());
+  if (index < 0) {
+    // Started before we subscribed: the finish alone has everything.
+    FeedRow row;
+    row.session = m_session;
+    row.requestId = event.request_id();
+    row.time = eventTime(event);
+    copyFinished(event.finished(), &row);
+    insertRow(std::move(row));
+    return true;
+  }
+  FeedRow& row = m_rows[index];
+  if (row.state != FeedRow::State::Running) {
+    return fail(error, requestName(event) + QStringLiteral(": duplicate 'finished'"));
+  }
+  copyFinished(event.finished(), &row);
+  emitRowChanged(index);
+  return true;
+}
+
+void FeedModel::beginSession() {
+  ++m_session;
+  if (m_dropped != 0) {
+    m_dropped = 0;  // the new server counts from zero
+    Q_EMIT droppedEventsChanged(0);
+  }
+  for (int i = 0; i < m_rows.size(); ++i) {
+    if (m_rows[i].state == FeedRow::State::Running) {
+      m_rows[i].state = FeedRow::State::Lost;
+      emitRowChanged(i);
+    }
+  }
+}
+
+void FeedModel::setMaxRows(int maxRows) {
+  m_maxRows = qMax(1, maxRows);
+  if (m_rows.size() > m_maxRows) {
+    beginRemoveRows(QModelIndex(), m_maxRows, m_rows.size() - 1);
+    m_rows.resize(m_maxRows);
+    endRemoveRows();
+  }
+}
+
+const FeedRow* FeedModel::rowAt(int row) const {
+  return row >= 0 && row < m_rows.size() ? &m_rows[row] : nullptr;
+}
+
+int FeedModel::findRow(quint64 requestId) const {
+  for (int i = 0; i < m_rows.size(); ++i) {
+    if (m_rows[i].session != m_session) return -1;  // older sessions are below
+    if (m_rows[i].requestId == requestId) return i;
+  }
+  return -1;
+}
+
+void FeedModel::insertRow(FeedRow row) {
+  noteModel(row.model);
+  if (m_rows.size() >= m_maxRows) {
+    beginRemoveRows(QModelIndex(), m_maxRows - 1, m_rows.size() - 1);
+    m_rows.resize(m_maxRows - 1);
+    endRemoveRows();
+  }
+  beginInsertRows(QModelIndex(), 0, 0);
+  m_rows.prepend(std::move(row));
+  endInsertRows();
+}
+
+void FeedModel::noteModel(const QString& model) {
+  if (model.isEmpty() || m_models.contains(model)) return;
+  m_models.append(model);
+  Q_EMIT modelSeen(model);
+}
+
+void FeedModel::emitRowChanged(int row) {
+  Q_EMIT dataChanged(index(row, 0), index(row, ColumnCount - 1));
+}
+
+int FeedModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(m_rows.size());
+}
+
+int FeedModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : ColumnCount;
+}
+
+QVariant FeedModel::data(const QModelIndex& index, int role) const {
+  const FeedRow* row = rowAt(index.row());
+  if (row == nullptr || index.column() < 0 || index.column() >= ColumnCount) return {};
+  switch (role) {
+    case Qt::DisplayRole:
+      return displayData(*row, index.column());
+    case Qt::BackgroundRole:
+      return backgroundData(*row, index.column());
+    case Qt::ToolTipRole:
+      return toolTipData(*row);
+    case Qt::TextAlignmentRole:
+      return index.column() >= Tokens ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
+    case HealthLevelRole:
+      return std::isnan(row->health) ? QVariant() : QVariant(int(healthLevel(row->health)));
+    case RowStateRole:
+      return int(row->state);
+    case RequestIdRole:
+      return row->requestId;
+    case PromptPreviewRole:
+      return row->promptPreview;
+    case ModelRole:
+      return row->model;
+    case SortRole:
+      return sortData(*row, index.column());
+    default:
+      return {};
+  }
+}
+
+QVariant FeedModel::displayData(const FeedRow& row, int column) const {
+  switch (column) {
+    case Time:
+      return row.time.toString(QStringLiteral("HH:mm:ss"));
+    case Rpc:
+      return row.rpc;
+    case Model:
+      return row.model;
+    case Prompt:
+      return promptPreviewLine(row.promptPreview);
+    case Tokens:
+      return row.rpc == QLatin1String("Generate")
+                 ? QStringLiteral("%1 + %2").arg(row.promptTokens).arg(row.generatedTokens)
+                 : QString::number(row.promptTokens);
+    case Health:
+      return std::isnan(row.health) ? stateText(row) : QString::number(row.health, 'f', 1);
+    case Sinks:
+      return row.sinkCount < 0 ? QVariant() : QVariant(row.sinkCount);
+    case MaxEntropy:
+      return std::isnan(row.maxEntropy) ? QString() : QString::number(row.maxEntropy, 'f', 2);
+    case Duration:
+      return formatDuration(row.durationSeconds);
+    default:
+      return {};
+  }
+}
+
+QVariant FeedModel::sortData(const FeedRow& row, int column) const {
+  switch (column) {
+    case Time:
+      return row.time;
+    case Tokens:
+      return row.promptTokens + row.generatedTokens;
+    case Health:
+      return row.health;
+    case Sinks:
+      return row.sinkCount;
+    case MaxEntropy:
+      return row.maxEntropy;
+    case Duration:
+      return row.durationSeconds;
+    default:
+      return displayData(row, column);
+  }
+}
+
+QVariant FeedModel::backgroundData(const FeedRow& row, int column) const {
+  if (column == Health && !std::isnan(row.health)) return healthTint(healthLevel(row.health));
+  if (column == Health && row.state == FeedRow::State::Failed) {
+    return healthTint(HealthLevel::Red);
+  }
+  if (column == MaxEntropy && !std::isnan(row.maxEntropy)) {
+    return faded(entropyBucketColor(entropyBucket(row.maxEntropy)), 0.8);
+  }
+  return {};
+}
+
+QVariant FeedModel::toolTipData(const FeedRow& row) const {
+  QString tip = QStringLiteral("%1 #%2 on %3\n%4")
+                    .arg(row.rpc)
+                    .arg(row.requestId)
+                    .arg(row.model, row.promptPreview);
+  if (!row.errorMessage.isEmpty())
+    tip += QStringLiteral("\n%1: %2").arg(row.status, row.errorMessage);
+  return tip;
+}
+
+QVariant FeedModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
+  static const char* const kTitles[ColumnCount] = {"Time",   "RPC",   "Model", "Prompt",  "Tokens",
+                                                   "Health", "Sinks", "Max H", "Duration"};
+  static const char* const kTips[ColumnCount] = {
+      "When the request started",
+      "Analyze or Generate",
+      "The model that served it",
+      "The first 80 characters of the prompt",
+      "Prompt tokens (+ generated tokens)",
+      "Context health, 0..10: green >= 7, amber >= 4, red below",
+      "Anomalous sinks: non-structural tokens with z above the threshold",
+      "Highest normalized next-token entropy (H / log V)",
+      "From receipt to the last event"};
+  if (role == Qt::DisplayRole) return QString::fromLatin1(kTitles[section]);
+  if (role == Qt::ToolTipRole) return QString::fromLatin1(kTips[section]);
+  return {};
+}
+
+}  // namespace attnscope::dashboard

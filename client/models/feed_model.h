@@ -1,0 +1,134 @@
+// The live feed: one row per request the server handled, newest first, built
+// from Subscribe's FeedEvents.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QDateTime>
+#include <QString>
+#include <QVector>
+#include <QtNumeric>
+
+#include "attnscope/v1/attnscope.pb.h"
+
+namespace attnscope::dashboard {
+
+// One generated token as the feed reports it (include_token_entropy).
+struct FeedToken {
+  int index = 0;  // 0 for the first new token
+  QString text;
+  double entropyNats = 0.0;
+  double entropyNormalized = 0.0;
+};
+
+// One request. Numbers the server has not reported yet are NaN / -1.
+struct FeedRow {
+  enum class State { Running, Finished, Failed, Lost };
+
+  quint64 session = 0;  // FeedModel::beginSession() count when it started
+  quint64 requestId = 0;
+  QDateTime time;  // when the request started (or finished, if unseen)
+  QString rpc;     // "Analyze" or "Generate"
+  QString model;
+  QString promptPreview;  // the server's first 80 characters of the prompt
+  int promptTokens = 0;
+  int generatedTokens = 0;
+  State state = State::Running;
+  QString status;  // gRPC code name once finished, "OK" on success
+  QString errorMessage;
+  double health = qQNaN();            // Analyze only
+  int sinkCount = -1;                 // Analyze only
+  double maxEntropy = qQNaN();        // highest normalized next-token entropy
+  QVector<double> entropyNormalized;  // per position: prompt, then generated
+  QVector<FeedToken> tokens;          // generated tokens as they streamed
+  double durationSeconds = qQNaN();
+};
+
+// Rows of FeedRow, newest first, at most maxRows() (the oldest fall off).
+// apply() validates every event: a malformed or out-of-order one changes
+// nothing and returns false with a message naming the request and the field.
+class FeedModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Column {
+    Time,
+    Rpc,
+    Model,
+    Prompt,
+    Tokens,
+    Health,
+    Sinks,
+    MaxEntropy,
+    Duration,
+    ColumnCount
+  };
+  enum Role {
+    HealthLevelRole = Qt::UserRole + 1,  // int(HealthLevel), Analyze rows that finished OK
+    RowStateRole,                        // int(FeedRow::State)
+    RequestIdRole,                       // quint64
+    PromptPreviewRole,                   // QString, unabridged preview
+    ModelRole,                           // QString
+    SortRole,                            // a number or string to sort by
+  };
+  Q_ENUM(Column)
+
+  // The bound on generated tokens kept per row.
+  static constexpr int kMaxTokensPerRow = 4096;
+
+  explicit FeedModel(QObject* parent = nullptr);
+
+  // Applies one Subscribe event. Returns false (and sets *error) for an event
+  // with no payload, a duplicate start, a token or second finish of an unknown
+  // or finished request, or numbers out of range (health outside 0..10,
+  // negative counts or durations, non-finite values).
+  bool apply(const attnscope::v1::FeedEvent& event, QString* error = nullptr);
+
+  // Call after (re)subscribing: request ids restart with a new server, and
+  // requests still running on the old connection will never finish, so they
+  // are marked Lost.
+  void beginSession();
+
+  // At least 1; shrinking drops the oldest rows.
+  void setMaxRows(int maxRows);
+  int maxRows() const { return m_maxRows; }
+
+  // Highest FeedEvent.dropped seen in this session: events the server dropped
+  // because this subscriber was slow.
+  quint64 droppedEvents() const { return m_dropped; }
+
+  // nullptr when row is out of range.
+  const FeedRow* rowAt(int row) const;
+  // The distinct model names seen, in order of appearance.
+  QStringList modelNames() const { return m_models; }
+
+  int rowCount(const QModelIndex& parent = QModelIndex()) const override;
+  int columnCount(const QModelIndex& parent = QModelIndex()) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+ Q_SIGNALS:
+  void modelSeen(const QString& model);
+  void droppedEventsChanged(quint64 dropped);
+
+ private:
+  bool applyStarted(const attnscope::v1::FeedEvent& event, QString* error);
+  bool applyToken(const attnscope::v1::FeedEvent& event, QString* error);
+  bool applyFinished(const attnscope::v1::FeedEvent& event, QString* error);
+  int findRow(quint64 requestId) const;
+  void insertRow(FeedRow row);
+  void noteModel(const QString& model);
+  void emitRowChanged(int row);
+  QVariant displayData(const FeedRow& row, int column) const;
+  QVariant sortData(const FeedRow& row, int column) const;
+  QVariant backgroundData(const FeedRow& row, int column) const;
+  QVariant toolTipData(const FeedRow& row) const;
+
+  QVector<FeedRow> m_rows;  // newest first
+  int m_maxRows = 1000;
+  quint64 m_session = 0;
+  quint64 m_dropped = 0;
+  QStringList m_models;
+};
+
+}  // namespace attnscope::dashboard

@@ -1,0 +1,42 @@
+// The layer x head grid of sink scores (A[l,h,T-1,0]) of one prompt.
+#pragma once
+
+#include <QAbstractTableModel>
+#include <QPointer>
+
+#include "client/models/prompt_analysis.h"
+
+namespace attnscope::dashboard {
+
+// Rows are layers (up to the highest layer received), columns heads. A cell
+// holds the head's sink score (ValueRole, DisplayRole with two decimals,
+// BackgroundRole heatColor); layers that have not arrived are blank. The
+// tooltip lists the head's other statistics. Rows grow as layer events arrive.
+class SinkGridModel : public QAbstractTableModel {
+  Q_OBJECT
+
+ public:
+  enum Role { ValueRole = Qt::UserRole + 1 };
+
+  explicit SinkGridModel(QObject* parent = nullptr);
+
+  // The analysis to show (not owned; may be nullptr).
+  void setAnalysis(PromptAnalysis* analysis);
+
+  int rowCount(const QModelIndex& parent = QModelIndex()) const override;
+  int columnCount(const QModelIndex& parent = QModelIndex()) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation,
+                      int role = Qt::DisplayRole) const override;
+
+ private:
+  void onLayerAdded(int layer);
+  void refresh();
+  QString toolTip(int layer, int head) const;
+
+  QPointer<PromptAnalysis> m_analysis;
+  int m_rows = 0;
+  int m_columns = 0;
+};
+
+}  // namespace attnscope::dashboard

@@ -1,0 +1,89 @@
+#include "client/ui/feed_panel.h"
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QTableView>
+#include <QVBoxLayout>
+
+namespace attnscope::dashboard {
+
+FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
+    : QWidget(parent),
+      m_feed(feed),
+      m_proxy(new FeedFilterProxy(this)),
+      m_models(new QComboBox(this)),
+      m_filter(new QLineEdit(this)),
+      m_table(new QTableView(this)),
+      m_count(new QLabel(this)) {
+  setObjectName(QStringLiteral("feedPanel"));
+  m_models->setObjectName(QStringLiteral("modelFilterCombo"));
+  m_filter->setObjectName(QStringLiteral("feedFilterEdit"));
+  m_table->setObjectName(QStringLiteral("feedTable"));
+  m_models->addItem(tr("All models"), QString());
+  m_models->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  m_filter->setPlaceholderText(tr("Filter prompts (Ctrl+L)"));
+  m_filter->setClearButtonEnabled(true);
+  m_proxy->setSourceModel(feed);
+  m_table->setModel(m_proxy);
+  m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+  m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_table->setAlternatingRowColors(true);
+  m_table->setWordWrap(false);
+  m_table->verticalHeader()->hide();
+  m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
+  QHeaderView* header = m_table->horizontalHeader();
+  header->setSectionResizeMode(QHeaderView::ResizeToContents);
+  header->setSectionResizeMode(FeedModel::Prompt, QHeaderView::Stretch);
+  auto* filters = new QHBoxLayout;
+  filters->addWidget(m_models);
+  filters->addWidget(m_filter, 1);
+  filters->addWidget(m_count);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(filters);
+  layout->addWidget(m_table, 1);
+  connect(m_filter, &QLineEdit::textChanged, m_proxy, &FeedFilterProxy::setTextFilter);
+  connect(m_models, &QComboBox::currentIndexChanged, this,
+          [this] { m_proxy->setModelFilter(m_models->currentData().toString()); });
+  connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          &FeedPanel::onCurrentChanged);
+  connect(m_proxy, &QAbstractItemModel::rowsInserted, this, &FeedPanel::updateCount);
+  connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, &FeedPanel::updateCount);
+  connect(m_proxy, &QAbstractItemModel::modelReset, this, &FeedPanel::updateCount);
+  connect(m_proxy, &QAbstractItemModel::layoutChanged, this, &FeedPanel::updateCount);
+  updateCount();
+}
+
+void FeedPanel::addModelName(const QString& model) {
+  if (model.isEmpty() || m_models->findData(model) >= 0) return;
+  m_models->addItem(model, model);
+}
+
+void FeedPanel::setDropped(quint64 dropped) {
+  m_count->setProperty("dropped", dropped);
+  updateCount();
+}
+
+void FeedPanel::updateCount() {
+  const quint64 dropped = m_count->property("dropped").toULongLong();
+  QString text = tr("%1 of %2").arg(m_proxy->rowCount()).arg(m_feed->rowCount());
+  if (dropped > 0) text += tr(" · %1 dropped").arg(dropped);
+  m_count->setText(text);
+}
+
+void FeedPanel::selectRow(int proxyRow) {
+  m_table->selectRow(proxyRow);
+  m_table->setCurrentIndex(m_proxy->index(proxyRow, FeedModel::Prompt));
+}
+
+void FeedPanel::onCurrentChanged(const QModelIndex& current) {
+  if (!current.isValid()) return;
+  const FeedRow* row = m_feed->rowAt(m_proxy->mapToSource(current).row());
+  if (row != nullptr) Q_EMIT requestSelected(*row);
+}
+
+}  // namespace attnscope::dashboard

@@ -1,0 +1,51 @@
+// The live feed: a model filter, a text filter and the table of requests.
+#pragma once
+
+#include <QWidget>
+
+#include "client/models/feed_filter_proxy.h"
+#include "client/models/feed_model.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QTableView;
+
+namespace attnscope::dashboard {
+
+class FeedPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  // Shows `feed` (not owned) through its own FeedFilterProxy.
+  explicit FeedPanel(FeedModel* feed, QWidget* parent = nullptr);
+
+  FeedFilterProxy* proxy() const { return m_proxy; }
+  QTableView* table() const { return m_table; }
+  QLineEdit* filterEdit() const { return m_filter; }
+  QComboBox* modelCombo() const { return m_models; }
+
+  // Selects the row at `proxyRow` of the filtered table.
+  void selectRow(int proxyRow);
+
+ public Q_SLOTS:
+  void addModelName(const QString& model);
+  void setDropped(quint64 dropped);
+
+ Q_SIGNALS:
+  // The user selected a request (the row of the FeedModel).
+  void requestSelected(const attnscope::dashboard::FeedRow& row);
+
+ private:
+  void onCurrentChanged(const QModelIndex& current);
+  void updateCount();
+
+  FeedModel* m_feed;
+  FeedFilterProxy* m_proxy;
+  QComboBox* m_models;
+  QLineEdit* m_filter;
+  QTableView* m_table;
+  QLabel* m_count;
+};
+
+}  // namespace attnscope::dashboard

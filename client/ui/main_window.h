@@ -1,0 +1,124 @@
+// attnscope-dashboard's main window: the live feed and the send panel on the
+// left, the selected prompt's analysis on the right, the connection state in
+// the status bar.
+#pragma once
+
+#include <QMainWindow>
+#include <QThread>
+
+#include "client/connection/connection.h"
+#include "client/models/entropy_series.h"
+#include "client/models/feed_model.h"
+#include "client/models/generation_trace.h"
+#include "client/models/prompt_analysis.h"
+#include "client/ui/send_panel.h"
+
+class QSplitter;
+
+namespace attnscope::dashboard {
+
+class ConnectionIndicator;
+class FeedPanel;
+class PromptView;
+
+// Owns the Connection (on a worker thread of its own) and the models; the
+// GUI thread only ever posts requests to it and handles its signals.
+// Persists the server address, window geometry and splitter states with
+// QSettings (organization "attnscope", application "dashboard").
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  static constexpr const char* kDefaultServer = "127.0.0.1:50051";
+
+  // server: host:port to connect to; empty: the last server used (QSettings),
+  // else kDefaultServer. Connects at once.
+  explicit MainWindow(const QString& server = QString(), ConnectionOptions options = {},
+                      QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  QString serverAddress() const { return m_server; }
+  // As last reported by the connection (queued, so it lags a little).
+  Connection::State connectionState() const { return m_state; }
+  // Feed subscriptions so far: 1 after connecting, +1 per reconnect.
+  int subscriptions() const { return m_subscriptions; }
+
+  FeedModel* feedModel() const { return m_feed; }
+  PromptAnalysis* analysis() const { return m_analysis; }
+  const EntropySeries& entropySeries() const { return m_entropy; }
+  FeedPanel* feedPanel() const { return m_feedPanel; }
+  SendPanel* sendPanel() const { return m_sendPanel; }
+  PromptView* promptView() const { return m_promptView; }
+  ConnectionIndicator* connectionIndicator() const { return m_indicator; }
+
+ public Q_SLOTS:
+  // Reconnects to host:port and remembers it.
+  void setServerAddress(const QString& address);
+  // Runs Analyze with every layer's and head's attention and shows it.
+  void analyzePrompt(const QString& text, const QString& model = QString());
+  // Analyzes the prompt and generates up to maxNewTokens after it.
+  void generateFromPrompt(const QString& text, const QString& model, int maxNewTokens);
+  // F5: analyzes the shown prompt again.
+  void reanalyze();
+  void openSettings();
+  void focusFilter();
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  // The first show restores the splitters: before it they have no size to
+  // restore into.
+  void showEvent(QShowEvent* event) override;
+
+ private:
+  // main_window.cc: layout, connection, feed and analysis.
+  void buildLayout();
+  void wireConnection();
+  void onStateChanged(Connection::State state, const QString& detail);
+  void onSubscribed(int subscription);
+  void onFeedEvent(const attnscope::v1::FeedEvent& event);
+  void onRequestSelected(const FeedRow& row);
+  void onAnalyzeEvent(quint64 tag, const attnscope::v1::AnalyzeEvent& event);
+  void onAnalyzeFinished(quint64 tag, bool ok, const QString& error);
+  void onGenerateEvent(quint64 tag, const attnscope::v1::GenerateEvent& event);
+  void onGenerateFinished(quint64 tag, bool ok, const QString& error);
+  void onSend(const SendRequest& request);
+  void startAnalysis(const QString& text, const QString& model);
+  void rebuildEntropy();
+  void rememberSent(const QString& text);
+  QString fullPromptFor(const FeedRow& row) const;
+  void shutdownConnection();
+
+  // main_window_actions.cc: menus, shortcuts, settings.
+  void buildActions();
+  void restoreSettings();
+  void restoreSplitters();
+  void saveSettings() const;
+  QList<QSplitter*> persistedSplitters() const;
+  void showShortcuts();
+
+  QThread m_connectionThread;
+  Connection* m_connection;
+  FeedModel* m_feed;
+  PromptAnalysis* m_analysis;
+  GenerationTrace m_generation;
+  EntropySeries m_entropy;
+  QVector<FeedToken> m_feedTokens;  // generated tokens of the selected feed row
+  int m_feedPromptTokens = 0;
+  FeedPanel* m_feedPanel = nullptr;
+  SendPanel* m_sendPanel = nullptr;
+  PromptView* m_promptView = nullptr;
+  ConnectionIndicator* m_indicator = nullptr;
+  QSplitter* m_mainSplitter = nullptr;
+  QSplitter* m_leftSplitter = nullptr;
+  QString m_server;
+  Connection::State m_state = Connection::State::Disconnected;
+  int m_subscriptions = 0;
+  quint64 m_nextTag = 0;
+  quint64 m_analyzeTag = 0;
+  quint64 m_generateTag = 0;
+  QStringList m_sentPrompts;  // full texts sent from here, newest first
+  bool m_shutDown = false;
+  bool m_splittersRestored = false;
+};
+
+}  // namespace attnscope::dashboard

@@ -1,0 +1,164 @@
+#include "client/ui/prompt_view.h"
+
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "client/ui/entropy_chart.h"
+#include "client/ui/heat_cell_delegate.h"
+#include "client/ui/heatmap_view.h"
+#include "client/ui/norm_chart.h"
+#include "client/ui/prompt_summary_panel.h"
+
+namespace attnscope::dashboard {
+
+PromptView::PromptView(QWidget* parent)
+    : QWidget(parent),
+      m_heatmap(new HeatmapModel(this)),
+      m_sinkGrid(new SinkGridModel(this)),
+      m_norms(new NormBarsModel(this)),
+      m_summary(new PromptSummaryPanel(this)),
+      m_normChart(new NormChart(this)),
+      m_entropyChart(new EntropyChart(this)),
+      m_vertical(new QSplitter(Qt::Vertical, this)),
+      m_grids(new QSplitter(Qt::Horizontal, this)),
+      m_charts(new QSplitter(Qt::Horizontal, this)) {
+  setObjectName(QStringLiteral("promptView"));
+  m_vertical->setObjectName(QStringLiteral("promptSplitter"));
+  m_grids->setObjectName(QStringLiteral("gridsSplitter"));
+  m_charts->setObjectName(QStringLiteral("chartsSplitter"));
+  m_grids->addWidget(buildHeatmapPanel());
+  m_grids->addWidget(buildSinkGridPanel());
+  m_grids->setStretchFactor(0, 3);
+  m_grids->setStretchFactor(1, 2);
+  m_grids->setSizes({600, 400});
+  m_normChart->setNormModel(m_norms);
+  m_charts->addWidget(m_normChart);
+  m_charts->addWidget(m_entropyChart);
+  m_charts->setStretchFactor(0, 1);
+  m_charts->setStretchFactor(1, 1);
+  m_charts->setSizes({500, 500});
+  m_vertical->addWidget(m_grids);
+  m_vertical->addWidget(m_charts);
+  m_vertical->setStretchFactor(0, 1);
+  m_vertical->setStretchFactor(1, 1);
+  m_vertical->setSizes({500, 400});
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(m_summary);
+  layout->addWidget(m_vertical, 1);
+  connect(m_heatmap, &HeatmapModel::headChanged, this, &PromptView::updateHeatmapCaption);
+}
+
+QWidget* PromptView::buildHeatmapPanel() {
+  auto* box = new QGroupBox(tr("Attention (rows: queries, columns: keys)"), this);
+  m_layer = new QSpinBox(box);
+  m_head = new QSpinBox(box);
+  m_layer->setObjectName(QStringLiteral("layerSpin"));
+  m_head->setObjectName(QStringLiteral("headSpin"));
+  m_layer->setPrefix(tr("layer "));
+  m_head->setPrefix(tr("head "));
+  m_layer->setRange(0, 0);
+  m_head->setRange(0, 0);
+  m_heatmapCaption = new QLabel(box);
+  m_heatmapCaption->setObjectName(QStringLiteral("heatmapCaption"));
+  m_heatmapCaption->setWordWrap(true);  // never forces the panel wider
+  m_heatmapView = new HeatmapView(box);
+  m_heatmapView->setHeatmapModel(m_heatmap);
+  auto* controls = new QHBoxLayout;
+  controls->addWidget(m_layer);
+  controls->addWidget(m_head);
+  controls->addWidget(m_heatmapCaption, 1);
+  auto* layout = new QVBoxLayout(box);
+  layout->addLayout(controls);
+  layout->addWidget(m_heatmapView, 1);
+  const auto choose = [this] { m_heatmap->setHead(m_layer->value(), m_head->value()); };
+  connect(m_layer, qOverload<int>(&QSpinBox::valueChanged), this, choose);
+  connect(m_head, qOverload<int>(&QSpinBox::valueChanged), this, choose);
+  return box;
+}
+
+QWidget* PromptView::buildSinkGridPanel() {
+  auto* box = new QGroupBox(tr("Sink scores A[l,h,T-1,0], layer × head"), this);
+  box->setToolTip(tr("Click a cell to open that head in the heatmap"));
+  m_sinkGridView = new QTableView(box);
+  m_sinkGridView->setObjectName(QStringLiteral("sinkGridView"));
+  m_sinkGridView->setModel(m_sinkGrid);
+  m_sinkGridView->setItemDelegate(new HeatCellDelegate(m_sinkGridView));
+  m_sinkGridView->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_sinkGridView->setSelectionMode(QAbstractItemView::SingleSelection);
+  m_sinkGridView->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  m_sinkGridView->verticalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  m_sinkGridView->horizontalHeader()->setMinimumSectionSize(28);
+  m_sinkGridView->verticalHeader()->setMinimumSectionSize(18);
+  auto* layout = new QVBoxLayout(box);
+  layout->addWidget(m_sinkGridView);
+  connect(m_sinkGridView, &QAbstractItemView::clicked, this,
+          [this](const QModelIndex& index) { openHead(index.row(), index.column()); });
+  return box;
+}
+
+void PromptView::setAnalysis(PromptAnalysis* analysis) {
+  m_analysis = analysis;
+  m_heatmap->setAnalysis(analysis);
+  m_sinkGrid->setAnalysis(analysis);
+  m_norms->setAnalysis(analysis);
+  m_summary->setAnalysis(analysis);
+  connect(analysis, &PromptAnalysis::layerAdded, this, &PromptView::onLayerAdded);
+  connect(analysis, &PromptAnalysis::cleared, this, [this] {
+    m_entropyChart->setSeries(EntropySeries());
+    setNote(QString());
+    updateHeatmapCaption();
+  });
+  connect(analysis, &PromptAnalysis::attentionReady, this, &PromptView::updateHeatmapCaption);
+  updateHeatmapCaption();
+}
+
+void PromptView::onLayerAdded() {
+  m_layer->setRange(0, qMax(0, m_analysis->layerCount() - 1));
+  m_head->setRange(0, qMax(0, m_analysis->headCount() - 1));
+}
+
+void PromptView::openHead(int layer, int head) {
+  if (layer < 0 || head < 0) return;
+  m_layer->setMaximum(qMax(m_layer->maximum(), layer));
+  m_head->setMaximum(qMax(m_head->maximum(), head));
+  const QSignalBlocker blockLayer(m_layer);
+  const QSignalBlocker blockHead(m_head);
+  m_layer->setValue(layer);
+  m_head->setValue(head);
+  m_heatmap->setHead(layer, head);
+  m_sinkGridView->setCurrentIndex(m_sinkGrid->index(layer, head));
+}
+
+void PromptView::updateHeatmapCaption() {
+  QString caption;
+  if (m_analysis != nullptr && m_analysis->tokenCount() > 0) {
+    const attnscope::v1::LayerStats* stats = m_analysis->layer(m_heatmap->layer());
+    const int head = m_heatmap->head();
+    caption = m_heatmap->hasWeights() ? tr("hover a row: what that token reads")
+                                      : tr("waiting for weights…");
+    if (stats != nullptr && head < stats->sink_score_size()) {
+      caption =
+          tr("sink %1 · entropy %2 nats · prev-token %3 — %4")
+              .arg(stats->sink_score(head), 0, 'f', 2)
+              .arg(head < stats->attention_entropy_size() ? stats->attention_entropy(head) : 0.0, 0,
+                   'f', 2)
+              .arg(head < stats->prev_token_score_size() ? stats->prev_token_score(head) : 0.0, 0,
+                   'f', 2)
+              .arg(caption);
+    }
+  }
+  m_heatmapCaption->setText(caption);
+}
+
+void PromptView::setEntropy(const EntropySeries& series) { m_entropyChart->setSeries(series); }
+
+void PromptView::setNote(const QString& note, bool isError) { m_summary->setNote(note, isError); }
+
+}  // namespace attnscope::dashboard
