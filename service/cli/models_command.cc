@@ -1,0 +1,93 @@
+// attnscope models: the model a local --model directory holds, or every
+// model a server has loaded.
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+#include "service/cli/command_support.h"
+#include "service/cli/commands.h"
+#include "service/cli/remote_support.h"
+#include "service/rpc/model_description.h"
+#include "service/rpc/remote_client.h"
+
+namespace attnscope::cli {
+namespace {
+
+constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] models [--model DIR] [--json]
+
+Lists models with their architecture, layers, heads, width, vocabulary,
+positions, checkpoint dtype and whether they have a tokenizer: the model in
+--model DIR (default: the bundled tiny-gpt2, named after its directory), or
+with --server every model the server has loaded (the first is its default).
+
+  --model DIR   local model directory (not with --server)
+  --json        a JSON array of objects with the same fields
+)";
+
+nlohmann::json ModelsJson(const std::vector<rpc::ModelDescription>& models) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const rpc::ModelDescription& m : models) {
+    out.push_back({{"name", m.name},
+                   {"architecture", m.architecture},
+                   {"num_layers", m.num_layers},
+                   {"num_heads", m.num_heads},
+                   {"num_kv_heads", m.num_kv_heads},
+                   {"hidden_size", m.hidden_size},
+                   {"vocab_size", m.vocab_size},
+                   {"max_positions", m.max_positions},
+                   {"dtype", m.dtype},
+                   {"has_tokenizer", m.has_tokenizer}});
+  }
+  return out;
+}
+
+std::string ModelsTable(const std::vector<rpc::ModelDescription>& models) {
+  size_t width = 4;
+  for (const rpc::ModelDescription& m : models) width = std::max(width, m.name.size());
+  const int w = static_cast<int>(width);
+  std::string out = absl::StrFormat("%-*s  %-6s %6s %5s %8s %5s %6s %9s  %-8s %s\n", w, "NAME",
+                                    "ARCH", "LAYERS", "HEADS", "KV_HEADS", "WIDTH", "VOCAB",
+                                    "POSITIONS", "DTYPE", "TOKENIZER");
+  for (const rpc::ModelDescription& m : models) {
+    out += absl::StrFormat("%-*s  %-6s %6d %5d %8d %5d %6d %9d  %-8s %s\n", w, m.name,
+                           m.architecture, m.num_layers, m.num_heads, m.num_kv_heads,
+                           m.hidden_size, m.vocab_size, m.max_positions, m.dtype,
+                           m.has_tokenizer ? "yes" : "no");
+  }
+  return out;
+}
+
+// The last path component of a directory ("models/tiny-gpt2/" -> "tiny-gpt2").
+std::string DirectoryName(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const size_t slash = dir.rfind('/');
+  return slash == std::string::npos ? dir : dir.substr(slash + 1);
+}
+
+}  // namespace
+
+int RunModels(const std::vector<std::string>& args, const std::string& server) {
+  if (WantsHelp(args)) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  auto flags = Flags::Parse(args, {{"model"}, {"json", false}});
+  if (!flags.ok()) return UsageError("models", flags.status());
+  std::vector<rpc::ModelDescription> models;
+  if (server.empty()) {
+    auto bundle = LoadModelFromFlags(*flags);
+    if (!bundle.ok()) return RuntimeError("models", bundle.status());
+    models.push_back(rpc::DescribeModel(DirectoryName((*bundle)->directory), **bundle));
+  } else {
+    if (absl::Status s = RejectLocalOnlyFlags(*flags, {"model"}); !s.ok()) {
+      return UsageError("models", s);
+    }
+    auto listed = rpc::RemoteClient(server).ListModels();
+    if (!listed.ok()) return RuntimeError("models", listed.status());
+    models = std::move(*listed);
+  }
+  std::cout << (flags->Has("json") ? ModelsJson(models).dump() + "\n" : ModelsTable(models));
+  return kExitOk;
+}
+
+}  // namespace attnscope::cli

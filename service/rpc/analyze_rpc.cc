@@ -1,0 +1,99 @@
+// AnalyzerService::RunAnalyze: tokens, then one LayerStats (and the requested
+// attention chunks) per layer as soon as the layer is computed, then the
+// summary.
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "service/core/status_macros.h"
+#include "service/rpc/analyzer_service.h"
+#include "service/rpc/layer_streamer.h"
+#include "service/rpc/proto_convert.h"
+#include "service/rpc/request_validation.h"
+
+namespace attnscope::rpc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Per-prompt numbers for the metrics and the finished feed event.
+void RecordOutcome(const std::string& model, const analysis::PromptStats& s,
+                   metrics::ServiceMetrics& metrics, v1::RequestFinished& finished) {
+  double last_mass = 0;
+  if (!s.first_token_mass.empty() && !s.first_token_mass.back().empty()) {
+    for (double m : s.first_token_mass.back()) last_mass += m;
+    last_mass /= static_cast<double>(s.first_token_mass.back().size());
+  }
+  metrics.RecordPromptTokens(model, s.num_tokens);
+  metrics.RecordAnalysis(model, s.health, static_cast<int64_t>(s.sinks.size()), last_mass,
+                         s.massive_ratio);
+  double max_entropy = 0;
+  for (double e : s.next_token_entropy_normalized) {
+    metrics.RecordNextTokenEntropy(model, e);
+    max_entropy = std::max(max_entropy, e);
+    finished.add_entropy_normalized(e);
+  }
+  finished.set_health(s.health);
+  finished.set_sink_count(static_cast<int32_t>(s.sinks.size()));
+  finished.set_max_entropy(max_entropy);
+}
+
+}  // namespace
+
+absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeRequest& request,
+                                         grpc::ServerWriter<v1::AnalyzeEvent>* writer) {
+  if (scope.ShouldStop()) return scope.StopStatus("before the request started");
+  const std::string model_name = models_.Resolve(request.model());
+  scope.finished().set_model(model_name);
+  ATTNSCOPE_ASSIGN_OR_RETURN(const engine::ModelBundle* bundle, models_.Find(request.model()));
+  ATTNSCOPE_ASSIGN_OR_RETURN(AnalyzePlan plan, PlanAnalysis(request.options(), *bundle,
+                                                            model_name,
+                                                            config_.tensor_chunk_bytes));
+  v1::Timings timings;
+  double queued = 0;
+  ATTNSCOPE_ASSIGN_OR_RETURN(AdmissionController::Slot slot, Admit(scope, &queued));
+  timings.set_queued_seconds(queued);
+  const auto tokenize_start = Clock::now();
+  ATTNSCOPE_ASSIGN_OR_RETURN(engine::Prompt prompt,
+                             ResolvePrompt(PromptOf(request), *bundle, model_name,
+                                           config_.max_prompt_tokens));
+  timings.set_tokenize_seconds(Since(tokenize_start));
+  scope.Started(model_name, prompt.text, static_cast<int64_t>(prompt.ids.size()));
+
+  auto write = [&](const v1::AnalyzeEvent& event) {
+    scope.MarkFirstEvent();
+    return writer->Write(event);
+  };
+  v1::AnalyzeEvent tokens;
+  *tokens.mutable_tokens() = TokensToProto(prompt);
+  if (!write(tokens)) return scope.StopStatus("before the tokens were sent");
+
+  const model::ModelConfig& config = bundle->config();
+  LayerStreamer streamer(config.num_layers, config.num_heads, plan.stream, write);
+  plan.settings.extra_observers = {&streamer};
+  plan.settings.should_stop = [&] { return streamer.failed() || scope.ShouldStop(); };
+  const auto compute_start = Clock::now();
+  auto run = engine::RunAnalysis(*bundle, prompt, plan.settings);
+  timings.set_compute_seconds(Since(compute_start));
+  if (streamer.failed() || scope.ShouldStop()) {
+    return scope.StopStatus(absl::StrCat("after ", streamer.layers_emitted(), " of ",
+                                         config.num_layers, " layers"));
+  }
+  if (!run.ok()) return run.status();
+
+  RecordOutcome(model_name, run->stats, metrics_, scope.finished());
+  v1::AnalyzeEvent summary;
+  *summary.mutable_summary() = SummaryToProto(run->stats, run->structure, prompt);
+  timings.set_first_event_seconds(scope.FirstEventSeconds());
+  timings.set_total_seconds(scope.ElapsedSeconds());
+  *summary.mutable_summary()->mutable_timings() = std::move(timings);
+  if (!write(summary)) return scope.StopStatus("before the summary was sent");
+  return absl::OkStatus();
+}
+
+}  // namespace attnscope::rpc

@@ -1,0 +1,102 @@
+#include "service/rpc/analyzer_service.h"
+
+#include <chrono>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "service/rpc/proto_convert.h"
+#include "service/rpc/status_codes.h"
+
+namespace attnscope::rpc {
+namespace {
+
+constexpr auto kFeedPoll = std::chrono::milliseconds(100);
+
+}  // namespace
+
+AnalyzerService::AnalyzerService(const ModelRegistry& models, metrics::ServiceMetrics& metrics,
+                                 ServiceConfig config)
+    : models_(models),
+      metrics_(metrics),
+      config_(config),
+      admission_(config.max_concurrent, config.max_queue,
+                 [this](int64_t in_flight, int64_t queued) {
+                   metrics_.SetInFlight(in_flight);
+                   metrics_.SetQueued(queued);
+                 }),
+      feed_(config.feed_queue, config.max_subscribers,
+            [this](int64_t count) { metrics_.SetSubscribers(count); },
+            [this](int64_t dropped) { metrics_.AddDroppedFeedEvents(dropped); }) {
+  for (const ModelDescription& m : models_.Describe()) {
+    metrics_.SetModelInfo(m.name, m.architecture, m.num_layers, m.num_heads, m.hidden_size,
+                          m.vocab_size, m.max_positions);
+  }
+  metrics_.SetInFlight(0);
+  metrics_.SetQueued(0);
+  metrics_.SetSubscribers(0);
+}
+
+grpc::Status AnalyzerService::ListModels(grpc::ServerContext* context,
+                                         const v1::ListModelsRequest* request,
+                                         v1::ListModelsResponse* response) {
+  const auto start = std::chrono::steady_clock::now();
+  for (const ModelDescription& m : models_.Describe()) *response->add_models() = ModelToProto(m);
+  metrics_.RecordRequest(
+      "ListModels", "OK",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<AdmissionController::Slot> AnalyzerService::Admit(RequestScope& scope,
+                                                                 double* queued_seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  auto slot = admission_.Acquire([&] { return scope.ShouldStop(); }, scope.deadline());
+  *queued_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return slot;
+}
+
+grpc::Status AnalyzerService::Analyze(grpc::ServerContext* context,
+                                      const v1::AnalyzeRequest* request,
+                                      grpc::ServerWriter<v1::AnalyzeEvent>* writer) {
+  RequestScope scope("Analyze", context, metrics_, feed_);
+  const absl::Status status = RunAnalyze(scope, *request, writer);
+  return scope.Finish(status);
+}
+
+grpc::Status AnalyzerService::Generate(grpc::ServerContext* context,
+                                       const v1::GenerateRequest* request,
+                                       grpc::ServerWriter<v1::GenerateEvent>* writer) {
+  RequestScope scope("Generate", context, metrics_, feed_);
+  const absl::Status status = RunGenerate(scope, *request, writer);
+  return scope.Finish(status);
+}
+
+grpc::Status AnalyzerService::Subscribe(grpc::ServerContext* context,
+                                        const v1::SubscribeRequest* request,
+                                        grpc::ServerWriter<v1::FeedEvent>* writer) {
+  const auto start = std::chrono::steady_clock::now();
+  auto finish = [&](const absl::Status& status) {
+    const grpc::Status result = ToGrpcStatus(status);
+    metrics_.RecordRequest(
+        "Subscribe", GrpcCodeName(result.error_code()),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return result;
+  };
+  if (!request->model().empty()) {
+    if (auto found = models_.Find(request->model()); !found.ok()) return finish(found.status());
+  }
+  auto subscription = feed_.Subscribe({request->model(), request->include_token_entropy()});
+  if (!subscription.ok()) return finish(subscription.status());
+  // Headers go out now, so a client knows it is subscribed before any event.
+  writer->SendInitialMetadata();
+  while (!context->IsCancelled() && !(*subscription)->closed()) {
+    std::optional<v1::FeedEvent> event = (*subscription)->Next(kFeedPoll);
+    if (event.has_value() && !writer->Write(*event)) break;
+  }
+  if (context->IsCancelled()) return finish(absl::CancelledError("the subscriber went away"));
+  return finish(absl::OkStatus());
+}
+
+}  // namespace attnscope::rpc

@@ -1,0 +1,130 @@
+#include "service/rpc/layer_streamer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "service/analysis/token_stats.h"
+#include "service/core/dtype.h"
+#include "service/rpc/proto_convert.h"
+
+namespace attnscope::rpc {
+namespace {
+
+bool IsHalf(v1::TensorDtype dtype) { return dtype == v1::TENSOR_DTYPE_FLOAT16; }
+
+}  // namespace
+
+LayerStreamer::LayerStreamer(int64_t num_layers, int64_t num_heads, StreamOptions options,
+                             Emit emit)
+    : num_layers_(num_layers),
+      num_heads_(num_heads),
+      options_(std::move(options)),
+      emit_(std::move(emit)) {}
+
+model::ObserverNeeds LayerStreamer::Needs() const {
+  model::ObserverNeeds needs;
+  needs.attention = true;
+  needs.value_norms = true;
+  needs.hidden_states = true;
+  return needs;
+}
+
+void LayerStreamer::OnBegin(int sequence, int64_t num_tokens) {
+  if (sequence != 0) return;
+  num_tokens_ = num_tokens;
+  heads_.Begin(num_tokens);
+  tensors_.assign(static_cast<size_t>(num_heads_), {});
+  layers_emitted_ = 0;
+}
+
+bool LayerStreamer::Wanted(int layer, int64_t head) const {
+  const auto l = static_cast<size_t>(layer), h = static_cast<size_t>(head);
+  return l < options_.attention_layers.size() && options_.attention_layers[l] &&
+         h < options_.attention_heads.size() && options_.attention_heads[h];
+}
+
+void LayerStreamer::OnAttention(const model::AttentionBlock& b) {
+  if (b.sequence != 0 || failed_) return;
+  // Inconsistent blocks are the PromptAnalyzer's to report; just skip them.
+  if (b.layer < 0 || b.layer >= num_layers_ || b.num_heads != num_heads_ ||
+      b.num_keys != num_tokens_ || b.query_begin < 0 || b.query_end <= b.query_begin ||
+      b.query_end > num_tokens_ || b.probs == nullptr) {
+    return;
+  }
+  value_norms_ = b.value_norms != nullptr;
+  heads_.AddBlock(b, value_norms_);
+  for (int64_t h = 0; h < num_heads_; ++h) {
+    if (!Wanted(b.layer, h)) continue;
+    std::vector<char>& tensor = tensors_[static_cast<size_t>(h)];
+    const size_t element = IsHalf(options_.dtype) ? 2 : 4;
+    tensor.resize(static_cast<size_t>(num_tokens_ * num_tokens_) * element, 0);
+    CopyRows(b, h, tensor.data());
+  }
+}
+
+void LayerStreamer::CopyRows(const model::AttentionBlock& b, int64_t head, char* tensor) const {
+  const int64_t t = num_tokens_, rows = b.query_end - b.query_begin;
+  const float* src = b.probs + head * rows * t;  // (rows, T) of this head
+  if (!IsHalf(options_.dtype)) {
+    std::memcpy(tensor + b.query_begin * t * 4, src, static_cast<size_t>(rows * t) * 4);
+    return;
+  }
+  auto* dst = reinterpret_cast<uint16_t*>(tensor) + b.query_begin * t;
+  for (int64_t i = 0; i < rows * t; ++i) dst[i] = FloatToHalf(src[i]);
+}
+
+void LayerStreamer::OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
+                                  int64_t width) {
+  if (sequence != 0 || failed_ || state < 1 || state > num_layers_) return;
+  if (num_tokens != num_tokens_ || x == nullptr || width < 1) return;
+  const int layer = state - 1;
+  if (options_.hidden_state_norms) {
+    const std::vector<double> norms = analysis::RowNorms(x, num_tokens, width);
+    EmitLayer(layer, &norms);
+  } else {
+    EmitLayer(layer, nullptr);
+  }
+  EmitTensors(layer);
+  ++layers_emitted_;
+}
+
+void LayerStreamer::EmitLayer(int layer, const std::vector<double>* norms) {
+  // Finish() only divides running sums: cheap, and the very numbers the
+  // final PromptStats will hold.
+  const analysis::HeadStats heads = heads_.Finish(layer + 1, num_heads_, value_norms_);
+  v1::AnalyzeEvent event;
+  *event.mutable_layer() = LayerStatsToProto(layer, heads, norms);
+  Send(event);
+}
+
+void LayerStreamer::EmitTensors(int layer) {
+  const int64_t t = num_tokens_;
+  const int64_t chunk = std::max<int64_t>(options_.chunk_bytes, 1);
+  for (int64_t h = 0; h < num_heads_; ++h) {
+    std::vector<char>& tensor = tensors_[static_cast<size_t>(h)];
+    if (!Wanted(layer, h) || tensor.empty()) continue;
+    const auto total = static_cast<int64_t>(tensor.size());
+    for (int64_t offset = 0; offset < total && !failed_; offset += chunk) {
+      v1::AnalyzeEvent event;
+      v1::TensorChunk* c = event.mutable_attention();
+      c->set_name("attention");
+      c->set_layer(layer);
+      c->set_head(static_cast<int32_t>(h));
+      c->add_shape(t);
+      c->add_shape(t);
+      c->set_dtype(IsHalf(options_.dtype) ? v1::TENSOR_DTYPE_FLOAT16 : v1::TENSOR_DTYPE_FLOAT32);
+      c->set_offset(offset);
+      c->set_total_bytes(total);
+      c->set_data(tensor.data() + offset, static_cast<size_t>(std::min(chunk, total - offset)));
+      Send(event);
+    }
+    std::vector<char>().swap(tensor);  // free the layer's copy at once
+  }
+}
+
+void LayerStreamer::Send(const v1::AnalyzeEvent& event) {
+  if (!failed_ && !emit_(event)) failed_ = true;
+}
+
+}  // namespace attnscope::rpc

@@ -1,0 +1,66 @@
+// A ForwardObserver that turns the forward pass into Analyze events while it
+// runs: as soon as layer l is done (its hidden state l+1 is published, right
+// after its last query block) it emits that layer's LayerStats, then the
+// requested raw attention tensors of the layer as TensorChunks. The per-head
+// numbers come from the analysis library's HeadStatsAccumulator and the norms
+// from analysis::RowNorms, so they equal the final PromptStats exactly.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "attnscope/v1/attnscope.pb.h"
+#include "service/analysis/head_stats.h"
+#include "service/model/forward_observer.h"
+
+namespace attnscope::rpc {
+
+struct StreamOptions {
+  bool hidden_state_norms = true;
+  // Raw attention to stream: (layer, head) pairs with layers[l] && heads[h].
+  // Empty vectors: none.
+  std::vector<bool> attention_layers;  // size L when attention is requested
+  std::vector<bool> attention_heads;   // size H when attention is requested
+  attnscope::v1::TensorDtype dtype = attnscope::v1::TENSOR_DTYPE_FLOAT32;
+  int64_t chunk_bytes = 1 << 20;  // at most this much data per TensorChunk
+};
+
+class LayerStreamer : public model::ForwardObserver {
+ public:
+  // Returns false when the event could not be sent (the client is gone).
+  using Emit = std::function<bool(const attnscope::v1::AnalyzeEvent&)>;
+
+  LayerStreamer(int64_t num_layers, int64_t num_heads, StreamOptions options, Emit emit);
+
+  model::ObserverNeeds Needs() const override;
+  void OnBegin(int sequence, int64_t num_tokens) override;
+  void OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
+                     int64_t width) override;
+  void OnAttention(const model::AttentionBlock& block) override;
+
+  // True once an Emit failed; the caller's should_stop should then fire.
+  bool failed() const { return failed_; }
+  // Layers emitted so far.
+  int layers_emitted() const { return layers_emitted_; }
+
+ private:
+  bool Wanted(int layer, int64_t head) const;
+  void CopyRows(const model::AttentionBlock& block, int64_t head, char* tensor) const;
+  void EmitLayer(int layer, const std::vector<double>* norms);
+  void EmitTensors(int layer);
+  void Send(const attnscope::v1::AnalyzeEvent& event);
+
+  const int64_t num_layers_;
+  const int64_t num_heads_;
+  const StreamOptions options_;
+  const Emit emit_;
+  int64_t num_tokens_ = 0;
+  analysis::HeadStatsAccumulator heads_;
+  std::vector<std::vector<char>> tensors_;  // [head]: (T, T) of the current layer
+  bool value_norms_ = false;
+  bool failed_ = false;
+  int layers_emitted_ = 0;
+};
+
+}  // namespace attnscope::rpc

@@ -1,0 +1,28 @@
+// What a client needs to know about a loaded model, free of gRPC types so
+// that the CLI can print local and remote models alike.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "service/engine/model_bundle.h"
+
+namespace attnscope::rpc {
+
+struct ModelDescription {
+  std::string name;          // as given to --model NAME=DIR
+  std::string architecture;  // "gpt2", ...
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t hidden_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_positions = 0;
+  std::string dtype;  // as stored in the checkpoint ("float16", ...)
+  bool has_tokenizer = false;
+};
+
+// The description of a loaded bundle under `name`.
+ModelDescription DescribeModel(const std::string& name, const engine::ModelBundle& bundle);
+
+}  // namespace attnscope::rpc

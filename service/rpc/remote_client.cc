@@ -1,0 +1,133 @@
+#include "service/rpc/remote_client.h"
+
+#include <utility>
+
+#include "grpcpp/client_context.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "attnscope/v1/attnscope.grpc.pb.h"
+#include "service/core/status_macros.h"
+#include "service/rpc/proto_convert.h"
+#include "service/rpc/status_codes.h"
+
+namespace attnscope::rpc {
+namespace {
+
+template <typename Request>
+void SetPrompt(const PromptSpec& spec, Request* request) {
+  if (spec.text.has_value()) {
+    request->set_text(*spec.text);
+  } else {
+    request->mutable_ids()->mutable_ids()->Assign(spec.ids.begin(), spec.ids.end());
+  }
+}
+
+absl::Status Malformed(const std::string& what) {
+  return absl::InvalidArgumentError("the server's stream is malformed: " + what);
+}
+
+// Reads an Analyze stream; attention chunks are not asked for and skipped.
+struct AnalyzeEvents {
+  std::optional<v1::Tokens> tokens;
+  std::vector<v1::LayerStats> layers;
+  std::optional<v1::Summary> summary;
+};
+
+}  // namespace
+
+struct RemoteClient::Impl {
+  std::unique_ptr<v1::Analyzer::Stub> stub;
+};
+
+RemoteClient::RemoteClient(const std::string& address) : impl_(std::make_unique<Impl>()) {
+  impl_->stub =
+      v1::Analyzer::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+}
+
+RemoteClient::~RemoteClient() = default;
+
+absl::StatusOr<std::vector<ModelDescription>> RemoteClient::ListModels() {
+  grpc::ClientContext context;
+  v1::ListModelsResponse response;
+  ATTNSCOPE_RETURN_IF_ERROR(
+      FromGrpcStatus(impl_->stub->ListModels(&context, v1::ListModelsRequest(), &response)));
+  std::vector<ModelDescription> out;
+  for (const v1::ModelInfo& info : response.models()) out.push_back(ModelFromProto(info));
+  return out;
+}
+
+absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Analyze(
+    const std::string& model, const PromptSpec& prompt, const engine::AnalysisSettings& settings) {
+  v1::AnalyzeRequest request;
+  request.set_model(model);
+  SetPrompt(prompt, &request);
+  v1::AnalyzeOptions* options = request.mutable_options();
+  options->set_threshold(settings.threshold);
+  options->set_template_(std::string(analysis::TemplateName(settings.structure)));
+  options->set_query_block_size(static_cast<int32_t>(settings.query_block_size));
+  options->set_hidden_state_norms(true);
+
+  grpc::ClientContext context;
+  auto reader = impl_->stub->Analyze(&context, request);
+  AnalyzeEvents events;
+  v1::AnalyzeEvent event;
+  while (reader->Read(&event)) {
+    if (event.has_tokens()) events.tokens = event.tokens();
+    if (event.has_layer()) events.layers.push_back(event.layer());
+    if (event.has_summary()) events.summary = event.summary();
+  }
+  ATTNSCOPE_RETURN_IF_ERROR(FromGrpcStatus(reader->Finish()));
+  if (!events.tokens || !events.summary) return Malformed("no tokens or no summary event");
+
+  engine::AnalysisRun run;
+  ATTNSCOPE_ASSIGN_OR_RETURN(run.stats, StatsFromProto(events.layers, *events.summary));
+  auto structure = analysis::ParseTemplate(events.summary->template_());
+  if (!structure.ok()) return Malformed(std::string(structure.status().message()));
+  run.structure = *structure;
+  run.forward_seconds = events.summary->timings().compute_seconds();
+  engine::Prompt resolved = PromptFromProto(*events.tokens);
+  if (prompt.text.has_value()) resolved.text = *prompt.text;
+  return std::make_pair(std::move(resolved), std::move(run));
+}
+
+absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model,
+                                                        const PromptSpec& prompt,
+                                                        const engine::GenerationSettings& s) {
+  v1::GenerateRequest request;
+  request.set_model(model);
+  SetPrompt(prompt, &request);
+  request.set_max_new_tokens(s.max_new_tokens);
+  request.mutable_sampling()->set_temperature(s.sampling.temperature);
+  request.mutable_sampling()->set_top_k(s.sampling.top_k);
+  request.mutable_sampling()->set_top_p(s.sampling.top_p);
+  request.mutable_sampling()->set_seed(s.sampling.seed);
+  request.set_num_alternatives(s.num_alternatives);
+  request.set_layer_sink_scores(s.layer_sink_scores);
+  request.set_stop_at_eos(s.stop_at_eos);
+
+  grpc::ClientContext context;
+  auto reader = impl_->stub->Generate(&context, request);
+  RemoteGeneration out;
+  bool have_prompt = false, have_summary = false;
+  v1::GenerateEvent event;
+  while (reader->Read(&event)) {
+    if (event.has_prompt()) {
+      out.prompt = PromptFromProto(event.prompt());
+      have_prompt = true;
+    }
+    if (event.has_token()) out.result.tokens.push_back(GeneratedTokenFromProto(event.token()));
+    if (event.has_summary()) {
+      out.result.text = event.summary().text();
+      out.result.stop_reason = event.summary().stop_reason();
+      out.result.decode_seconds = event.summary().timings().compute_seconds();
+      out.tokens_per_second = event.summary().tokens_per_second();
+      have_summary = true;
+    }
+  }
+  ATTNSCOPE_RETURN_IF_ERROR(FromGrpcStatus(reader->Finish()));
+  if (!have_prompt || !have_summary) return Malformed("no prompt or no summary event");
+  if (prompt.text.has_value()) out.prompt.text = *prompt.text;
+  return out;
+}
+
+}  // namespace attnscope::rpc

@@ -1,0 +1,57 @@
+// A client of a running attnscope-server that hands back the engine's own
+// result types (engine::Prompt, engine::AnalysisRun, engine::GenerationResult)
+// rebuilt from the streamed events, so callers print a remote result exactly
+// like a local one. Free of gRPC types: the CLI includes only this header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "service/engine/analysis_run.h"
+#include "service/engine/generation.h"
+#include "service/engine/prompt.h"
+#include "service/rpc/model_description.h"
+
+namespace attnscope::rpc {
+
+// A prompt as text (when set) or as token ids.
+struct PromptSpec {
+  std::optional<std::string> text;
+  std::vector<int64_t> ids;
+};
+
+struct RemoteGeneration {
+  engine::Prompt prompt;            // token_bytes hold display texts
+  engine::GenerationResult result;  // prompt entropies are not sent: empty
+  double tokens_per_second = 0;
+};
+
+class RemoteClient {
+ public:
+  // `address` is host:port. Nothing is sent until the first call.
+  explicit RemoteClient(const std::string& address);
+  ~RemoteClient();
+
+  // Errors: the gRPC status with the message "CODE_NAME: message".
+  absl::StatusOr<std::vector<ModelDescription>> ListModels();
+
+  // Analyze with the settings' threshold, structure and query block size
+  // (record_tensors, should_stop and extra observers do not travel).
+  // `model` "" is the server's default. run.forward_seconds is the server's
+  // compute time. InvalidArgument if the stream is malformed.
+  absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> Analyze(
+      const std::string& model, const PromptSpec& prompt, const engine::AnalysisSettings& settings);
+
+  absl::StatusOr<RemoteGeneration> Generate(const std::string& model, const PromptSpec& prompt,
+                                            const engine::GenerationSettings& settings);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace attnscope::rpc

@@ -1,0 +1,67 @@
+// The bookkeeping every RPC shares: its clock, cancellation and deadline, the
+// time to its first event, the feed events that announce it, and the metrics
+// recorded when it ends (whatever the outcome).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "attnscope/v1/attnscope.pb.h"
+#include "grpcpp/server_context.h"
+#include "service/metrics/service_metrics.h"
+#include "service/rpc/feed_hub.h"
+
+namespace attnscope::rpc {
+
+class RequestScope {
+ public:
+  // `context`, `metrics` and `feed` must outlive the scope.
+  RequestScope(std::string rpc, grpc::ServerContext* context, metrics::ServiceMetrics& metrics,
+               FeedHub& feed);
+
+  // True once the client cancelled or the deadline passed: the computation
+  // should stop at the next layer.
+  bool ShouldStop() const;
+  // Why it stopped: DeadlineExceeded when the deadline has passed, else
+  // Cancelled. `where` says how far the request got.
+  absl::Status StopStatus(const std::string& where) const;
+
+  // The client's deadline (time_point::max() when it set none).
+  std::chrono::system_clock::time_point deadline() const { return context_->deadline(); }
+
+  // Records the time to the first event the first time it is called.
+  void MarkFirstEvent();
+  double ElapsedSeconds() const;
+  double FirstEventSeconds() const { return first_event_seconds_; }
+
+  // Announces the request on the feed (once the prompt is known) and fills
+  // the model/preview/token fields of the finished event to come.
+  void Started(const std::string& model, const std::string& prompt_text, int64_t prompt_tokens);
+  // A per-token feed event of a generation.
+  void PublishToken(const attnscope::v1::TokenEntropy& token);
+  // What the finished event will report (health, sinks, entropies, ...).
+  attnscope::v1::RequestFinished& finished() { return finished_; }
+
+  // Ends the RPC: records the request metric with the gRPC code name,
+  // publishes the finished event (also for requests that failed before
+  // Started) and returns the status to hand to gRPC.
+  grpc::Status Finish(const absl::Status& status);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  const std::string rpc_;
+  grpc::ServerContext* const context_;
+  metrics::ServiceMetrics& metrics_;
+  FeedHub& feed_;
+  const Clock::time_point start_;
+  const uint64_t request_id_;
+  double first_event_seconds_ = -1;
+  attnscope::v1::RequestFinished finished_;
+};
+
+// The first `max_chars` code points of `text` (invalid UTF-8 replaced first).
+std::string PromptPreview(const std::string& text, size_t max_chars = 80);
+
+}  // namespace attnscope::rpc

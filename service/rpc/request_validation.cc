@@ -1,0 +1,156 @@
+#include "service/rpc/request_validation.h"
+
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "service/core/status_macros.h"
+#include "service/core/utf8.h"
+
+namespace attnscope::rpc {
+namespace {
+
+absl::Status Prefixed(const absl::Status& status, const std::string& prefix) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+}
+
+absl::Status CheckTokenCount(int64_t tokens, const engine::ModelBundle& bundle,
+                             const std::string& model_name, int64_t max_prompt_tokens) {
+  if (max_prompt_tokens > 0 && tokens > max_prompt_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prompt: ", tokens, " tokens is over the server's limit of ", max_prompt_tokens,
+        " tokens (--max-prompt-tokens); shorten the prompt"));
+  }
+  const int64_t positions = bundle.config().max_positions;
+  if (tokens > positions) {
+    return absl::InvalidArgumentError(absl::StrCat("prompt: ", tokens, " tokens is over the ",
+                                                   positions, " positions of model '", model_name,
+                                                   "'; shorten the prompt"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<engine::Prompt> PromptFromText(const std::string& text,
+                                              const engine::ModelBundle& bundle,
+                                              const std::string& model_name) {
+  if (text.empty()) {
+    return absl::InvalidArgumentError("text: the prompt is empty; give at least one character");
+  }
+  ATTNSCOPE_RETURN_IF_ERROR(ValidateUtf8(text, "text"));
+  if (bundle.tokenizer == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "text: model '", model_name,
+        "' has no tokenizer (vocab.json + merges.txt); give the prompt as ids"));
+  }
+  return engine::PromptFromText(bundle, text);
+}
+
+// A layer or head list: every entry within [0, limit); empty means all.
+absl::StatusOr<std::vector<bool>> Selection(const google::protobuf::RepeatedField<int32_t>& list,
+                                            int64_t limit, const char* field, const char* what,
+                                            const std::string& model_name) {
+  std::vector<bool> wanted(static_cast<size_t>(limit), list.empty());
+  for (int i = 0; i < list.size(); ++i) {
+    if (list[i] < 0 || list[i] >= limit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.", field, "[", i, "]: ", what, " ", list[i], " is outside [0, ", limit,
+          ") of model '", model_name, "'"));
+    }
+    wanted[static_cast<size_t>(list[i])] = true;
+  }
+  return wanted;
+}
+
+absl::Status PlanAttention(const v1::AnalyzeOptions& o, const model::ModelConfig& config,
+                           const std::string& model_name, StreamOptions* stream) {
+  if (!v1::TensorDtype_IsValid(o.attention_dtype())) {
+    return absl::InvalidArgumentError(absl::StrCat("options.attention_dtype: ", o.attention_dtype(),
+                                                   " is not a TensorDtype; use "
+                                                   "TENSOR_DTYPE_FLOAT32 or TENSOR_DTYPE_FLOAT16"));
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<bool> layers,
+                             Selection(o.attention_layers(), config.num_layers,
+                                       "attention_layers", "layer", model_name));
+  ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<bool> heads,
+                             Selection(o.attention_heads(), config.num_heads, "attention_heads",
+                                       "head", model_name));
+  if (!o.return_attention()) return absl::OkStatus();
+  stream->attention_layers = std::move(layers);
+  stream->attention_heads = std::move(heads);
+  stream->dtype = o.attention_dtype() == v1::TENSOR_DTYPE_FLOAT16 ? v1::TENSOR_DTYPE_FLOAT16
+                                                                  : v1::TENSOR_DTYPE_FLOAT32;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<engine::Prompt> ResolvePrompt(const PromptInput& input,
+                                             const engine::ModelBundle& bundle,
+                                             const std::string& model_name,
+                                             int64_t max_prompt_tokens) {
+  if (input.text != nullptr) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(engine::Prompt prompt,
+                               PromptFromText(*input.text, bundle, model_name));
+    ATTNSCOPE_RETURN_IF_ERROR(CheckTokenCount(static_cast<int64_t>(prompt.ids.size()), bundle,
+                                              model_name, max_prompt_tokens));
+    return prompt;
+  }
+  if (input.ids == nullptr) {
+    return absl::InvalidArgumentError(
+        "prompt: neither text nor ids was given; set one of them");
+  }
+  if (input.ids->ids().empty()) {
+    return absl::InvalidArgumentError("ids: no token ids given; give at least one");
+  }
+  // Count before building anything, so a huge id list costs nothing.
+  ATTNSCOPE_RETURN_IF_ERROR(
+      CheckTokenCount(input.ids->ids_size(), bundle, model_name, max_prompt_tokens));
+  std::vector<int64_t> ids(input.ids->ids().begin(), input.ids->ids().end());
+  auto prompt = engine::PromptFromIds(bundle, std::move(ids));
+  if (!prompt.ok()) return Prefixed(prompt.status(), "ids: ");
+  return prompt;
+}
+
+absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
+                                         const engine::ModelBundle& bundle,
+                                         const std::string& model_name, int64_t chunk_bytes) {
+  AnalyzePlan plan;
+  if (o.has_threshold()) {
+    if (!std::isfinite(o.threshold())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.threshold: ", o.threshold(), " is not a finite number; give e.g. 6.0"));
+    }
+    plan.settings.threshold = o.threshold();
+  }
+  if (!o.template_().empty()) {
+    auto structure = analysis::ParseTemplate(o.template_());
+    if (!structure.ok()) return Prefixed(structure.status(), "options.template: ");
+    plan.settings.structure = *structure;
+  }
+  if (o.query_block_size() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("options.query_block_size: ",
+                                                   o.query_block_size(),
+                                                   " must be >= 0 (0: whole layers)"));
+  }
+  plan.settings.query_block_size = o.query_block_size();
+  plan.stream.hidden_state_norms = !o.has_hidden_state_norms() || o.hidden_state_norms();
+  plan.stream.chunk_bytes = chunk_bytes;
+  ATTNSCOPE_RETURN_IF_ERROR(PlanAttention(o, bundle.config(), model_name, &plan.stream));
+  return plan;
+}
+
+engine::GenerationSettings GenerationSettingsOf(const v1::GenerateRequest& r) {
+  engine::GenerationSettings s;
+  s.max_new_tokens = r.max_new_tokens();
+  s.sampling.temperature = r.sampling().temperature();
+  s.sampling.top_k = r.sampling().top_k();
+  s.sampling.top_p = r.sampling().top_p();
+  s.sampling.seed = r.sampling().seed();
+  s.num_alternatives = r.has_num_alternatives() ? r.num_alternatives() : 5;
+  s.layer_sink_scores = r.layer_sink_scores();
+  s.stop_at_eos = !r.has_stop_at_eos() || r.stop_at_eos();
+  return s;
+}
+
+}  // namespace attnscope::rpc

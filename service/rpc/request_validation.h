@@ -1,0 +1,57 @@
+// Checks and translates the fields of Analyze and Generate requests. Every
+// error is InvalidArgument (NotFound for models, from ModelRegistry) with a
+// message that names the field, the value and the limit, and says what to do.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "attnscope/v1/attnscope.pb.h"
+#include "service/engine/analysis_run.h"
+#include "service/engine/generation.h"
+#include "service/engine/model_bundle.h"
+#include "service/engine/prompt.h"
+#include "service/rpc/layer_streamer.h"
+
+namespace attnscope::rpc {
+
+// The `prompt` oneof of a request, whatever its message type.
+struct PromptInput {
+  const std::string* text = nullptr;                // set for text prompts
+  const attnscope::v1::TokenIds* ids = nullptr;     // set for id prompts
+};
+
+template <typename Request>
+PromptInput PromptOf(const Request& request) {
+  PromptInput in;
+  if (request.prompt_case() == Request::kText) in.text = &request.text();
+  if (request.prompt_case() == Request::kIds) in.ids = &request.ids();
+  return in;
+}
+
+// The prompt checked and resolved against the model `model_name`: exactly one
+// of text (non-empty, valid UTF-8, the model has a tokenizer) or ids
+// (non-empty, within the vocabulary); then at most max_prompt_tokens tokens
+// (0: no server limit) and at most the model's max_positions.
+absl::StatusOr<engine::Prompt> ResolvePrompt(const PromptInput& input,
+                                             const engine::ModelBundle& bundle,
+                                             const std::string& model_name,
+                                             int64_t max_prompt_tokens);
+
+// What an Analyze request asks for. Checks threshold (finite), template,
+// query_block_size (>= 0), attention layers and heads (within the model) and
+// the attention dtype.
+struct AnalyzePlan {
+  engine::AnalysisSettings settings;
+  StreamOptions stream;
+};
+absl::StatusOr<AnalyzePlan> PlanAnalysis(const attnscope::v1::AnalyzeOptions& options,
+                                         const engine::ModelBundle& bundle,
+                                         const std::string& model_name, int64_t chunk_bytes);
+
+// The generation settings of a request (num_alternatives unset: 5,
+// stop_at_eos unset: true). Range checks are engine::ValidateGenerationSettings'.
+engine::GenerationSettings GenerationSettingsOf(const attnscope::v1::GenerateRequest& request);
+
+}  // namespace attnscope::rpc

@@ -1,0 +1,52 @@
+// The gRPC server of attnscope: the Analyzer service plus standard health
+// checking (grpc.health.v1, SERVING once started) and server reflection.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "service/metrics/service_metrics.h"
+#include "service/rpc/analyzer_service.h"
+#include "service/rpc/model_registry.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace attnscope::rpc {
+
+struct RpcServerOptions {
+  std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
+  int max_message_bytes = 4 << 20;          // largest request accepted
+  ServiceConfig service;
+};
+
+class RpcServer {
+ public:
+  // Starts serving. `models` (not empty) and `metrics` must outlive the
+  // server. Unavailable naming the address if it cannot be bound.
+  static absl::StatusOr<std::unique_ptr<RpcServer>> Start(const ModelRegistry& models,
+                                                          metrics::ServiceMetrics& metrics,
+                                                          const RpcServerOptions& options);
+  ~RpcServer();
+
+  // "host:port" with the port actually bound.
+  const std::string& address() const { return address_; }
+
+  // Health NOT_SERVING, no new calls, feed streams ended; in-flight requests
+  // get up to `drain` to finish, then are cancelled. Returns when all have.
+  void Shutdown(std::chrono::milliseconds drain);
+
+ private:
+  RpcServer() = default;
+  std::unique_ptr<AnalyzerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
+// "host:port" -> "host:<port>" (IPv6 hosts keep their brackets).
+std::string WithPort(const std::string& listen, int port);
+
+}  // namespace attnscope::rpc

@@ -1,0 +1,136 @@
+#include "service/server/server_flags.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace attnscope::server {
+
+const char kUsage[] = R"(Usage: attnscope-server [options]
+
+Serves attnscope.v1.Analyzer over gRPC (with grpc.health.v1 health checking
+and server reflection) and Prometheus metrics over HTTP.
+
+  --listen ADDR             gRPC address (default 127.0.0.1:50051; port 0
+                            picks a free port, printed on stdout)
+  --metrics-listen ADDR     /metrics address (default 127.0.0.1:9464; port 0 ok)
+  --model NAME=DIR          load the model in DIR as NAME (repeatable; the first
+                            is the default model; default: the bundled model
+                            as tiny-gpt2)
+  --threads N               libtorch intra-op threads (default: all cores)
+  --max-concurrent N        analyses/generations computing at once (default:
+                            cores / threads, at least 1: more only makes the
+                            forward passes fight over the cores)
+  --max-queue N             requests waiting beyond that (default 64); more
+                            get RESOURCE_EXHAUSTED
+  --max-prompt-tokens N     longest prompt accepted (default 0: the model's
+                            positions)
+  --max-message-bytes N     largest request message (default 4194304)
+  --max-subscribers N       Subscribe streams at once (default 64)
+  --tensor-chunk-bytes N    attention bytes per TensorChunk (default and
+                            maximum 1048576)
+  --drain-seconds X         on SIGTERM/SIGINT, time given to in-flight
+                            requests before they are cancelled (default 10)
+  --help                    this text
+)";
+
+namespace {
+
+using Setter = std::function<absl::Status(const std::string&)>;
+
+absl::Status BadValue(const std::string& flag, const std::string& value,
+                      const std::string& accepted) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, ": '", value, "' is not ", accepted));
+}
+
+template <typename Int>
+Setter IntSetter(const std::string& flag, Int* target, int64_t min, int64_t max) {
+  return [=](const std::string& value) {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(value, &v) || v < min || v > max) {
+      return BadValue(flag, value, absl::StrCat("an integer in [", min, ", ", max, "]"));
+    }
+    *target = static_cast<Int>(v);
+    return absl::OkStatus();
+  };
+}
+
+Setter ModelSetter(ServerFlags* flags) {
+  return [=](const std::string& value) {
+    const size_t eq = value.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == value.size()) {
+      return BadValue("model", value, "NAME=DIR (e.g. tiny-gpt2=models/tiny-gpt2)");
+    }
+    flags->models.emplace_back(value.substr(0, eq), value.substr(eq + 1));
+    return absl::OkStatus();
+  };
+}
+
+std::map<std::string, Setter> Setters(ServerFlags* f) {
+  rpc::ServiceConfig* s = &f->rpc.service;
+  return {
+      {"listen", [f](const std::string& v) { f->rpc.listen = v; return absl::OkStatus(); }},
+      {"metrics-listen",
+       [f](const std::string& v) { f->metrics_listen = v; return absl::OkStatus(); }},
+      {"model", ModelSetter(f)},
+      {"threads", IntSetter("threads", &f->threads, 0, 1024)},
+      {"max-concurrent", IntSetter("max-concurrent", &s->max_concurrent, 1, 4096)},
+      {"max-queue", IntSetter("max-queue", &s->max_queue, 0, 1 << 20)},
+      {"max-prompt-tokens", IntSetter("max-prompt-tokens", &s->max_prompt_tokens, 0, 1 << 30)},
+      {"max-message-bytes", IntSetter("max-message-bytes", &f->rpc.max_message_bytes, 1024,
+                                      (int64_t{1} << 31) - 1)},
+      {"max-subscribers", IntSetter("max-subscribers", &s->max_subscribers, 0, 1 << 16)},
+      {"tensor-chunk-bytes",
+       IntSetter("tensor-chunk-bytes", &s->tensor_chunk_bytes, 1, int64_t{1} << 20)},
+      {"drain-seconds",
+       [f](const std::string& v) {
+         if (!absl::SimpleAtod(v, &f->drain_seconds) || !std::isfinite(f->drain_seconds) ||
+             f->drain_seconds < 0 || f->drain_seconds > 3600) {
+           return BadValue("drain-seconds", v, "a number of seconds in [0, 3600]");
+         }
+         return absl::OkStatus();
+       }},
+  };
+}
+
+}  // namespace
+
+absl::StatusOr<ServerFlags> ParseServerFlags(const std::vector<std::string>& args) {
+  ServerFlags flags;
+  const std::map<std::string, Setter> setters = Setters(&flags);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      flags.help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", arg, "'"));
+    }
+    std::string name = arg.substr(2), value;
+    const size_t eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    auto setter = setters.find(name);
+    if (setter == setters.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name));
+    }
+    if (eq == std::string::npos) {
+      if (i + 1 >= args.size()) {
+        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+      }
+      value = args[++i];
+    }
+    if (absl::Status s = setter->second(value); !s.ok()) return s;
+    if (name == "max-concurrent") flags.max_concurrent_set = true;
+  }
+  return flags;
+}
+
+}  // namespace attnscope::server

@@ -1,0 +1,32 @@
+// attnscope-server's command line.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "service/rpc/rpc_server.h"
+
+namespace attnscope::server {
+
+struct ServerFlags {
+  bool help = false;
+  std::string metrics_listen = "127.0.0.1:9464";
+  std::vector<std::pair<std::string, std::string>> models;  // (NAME, DIR); empty: the default
+  int threads = 0;          // libtorch intra-op threads; 0: all cores
+  // --max-concurrent given? If not, the server picks cores / threads, so that
+  // concurrent forward passes never oversubscribe the cores.
+  bool max_concurrent_set = false;
+  double drain_seconds = 10;
+  rpc::RpcServerOptions rpc;
+};
+
+// The usage text printed by --help.
+extern const char kUsage[];
+
+// InvalidArgument naming the flag, the value and the accepted range for an
+// unknown flag, a missing or malformed value, or --model without NAME=DIR.
+absl::StatusOr<ServerFlags> ParseServerFlags(const std::vector<std::string>& args);
+
+}  // namespace attnscope::server

@@ -1,0 +1,123 @@
+// attnscope --server HOST:PORT analyze|generate|models prints what the local
+// commands print.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "nlohmann/json.hpp"
+#include "tests/cli/run_cli.h"
+#include "tests/rpc/rpc_test_util.h"
+
+namespace attnscope::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RpcCliTest : public RpcTest {
+ protected:
+  // Runs the command locally and through the server; both must succeed.
+  std::pair<CliResult, CliResult> Both(const std::vector<std::string>& args) {
+    CliResult local = RunCli(args);
+    std::vector<std::string> remote_args = {"--server", server_->address()};
+    remote_args.insert(remote_args.end(), args.begin(), args.end());
+    CliResult remote = RunCli(remote_args);
+    EXPECT_EQ(local.exit_code, 0) << local.err;
+    EXPECT_EQ(remote.exit_code, 0) << remote.err;
+    return {local, remote};
+  }
+
+  // JSON outputs equal once the timing field is dropped.
+  void ExpectSameJson(const std::vector<std::string>& args, const std::string& timing_field) {
+    auto [local, remote] = Both(args);
+    nlohmann::json a = nlohmann::json::parse(local.out, nullptr, false);
+    nlohmann::json b = nlohmann::json::parse(remote.out, nullptr, false);
+    ASSERT_FALSE(a.is_discarded()) << local.out;
+    ASSERT_FALSE(b.is_discarded()) << remote.out;
+    if (!timing_field.empty()) {
+      EXPECT_TRUE(b.contains(timing_field));
+      a.erase(timing_field);
+      b.erase(timing_field);
+    }
+    EXPECT_EQ(a, b);
+  }
+};
+
+TEST_F(RpcCliTest, AnalyzeJsonEqualsTheLocalOutput) {
+  StartServer();
+  ExpectSameJson({"analyze", "--text", "The tower is 324 metres tall. The tower is", "--json"},
+                 "forward_seconds");
+  ExpectSameJson({"analyze", "--ids", "464,3290,286,262,995,318,257,1049,13,198,464,3290",
+                  "--json", "--threshold", "1.0", "--template", "chatml", "--block-size", "5"},
+                 "forward_seconds");
+}
+
+TEST_F(RpcCliTest, AnalyzeReportEqualsTheLocalReport) {
+  StartServer();
+  // Multi-byte characters split across tokens exercise the display texts.
+  auto [local, remote] =
+      Both({"analyze", "--text", "Caf\xc3\xa9 na\xc3\xafve \xe6\x9d\xb1\xe4\xba\xac \xf0\x9f\x98\x80 ok",
+            "--color", "never"});
+  EXPECT_FALSE(local.out.empty());
+  EXPECT_EQ(local.out, remote.out);
+}
+
+TEST_F(RpcCliTest, GenerateEqualsTheLocalOutput) {
+  StartServer();
+  ExpectSameJson({"generate", "--text", "Once upon a time", "--max-new-tokens", "8", "--json",
+                  "--alternatives", "3", "--sink-scores"},
+                 "tokens_per_second");
+  auto [local, remote] = Both({"generate", "--text", "Once upon a time", "--max-new-tokens", "6"});
+  EXPECT_THAT(local.out, HasSubstr("6 new tokens (stop: max_new_tokens)"));
+  EXPECT_EQ(local.out, remote.out);
+}
+
+TEST_F(RpcCliTest, ModelsEqualsTheLocalOutput) {
+  StartServer();
+  ExpectSameJson({"models", "--json"}, "");
+  auto [local, remote] = Both({"models"});
+  EXPECT_THAT(local.out, HasSubstr("tiny-gpt2"));
+  EXPECT_EQ(local.out, remote.out);
+}
+
+TEST_F(RpcCliTest, ServerErrorsPrintTheStatusCodeAndExitOne) {
+  StartServer();
+  CliResult r = RunCli({"--server", server_->address(), "analyze", "--model", "nope", "--text",
+                        "hi"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("NOT_FOUND"));
+  EXPECT_THAT(r.err, HasSubstr("'nope' is not loaded"));
+  r = RunCli({"--server", server_->address(), "generate", "--text", "hi", "--temperature", "-1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: temperature=-1"));
+}
+
+TEST_F(RpcCliTest, LocalOnlyFlagsAreUsageErrorsWithServer) {
+  StartServer();
+  CliResult r = RunCli({"--server", server_->address(), "analyze", "--text", "hi", "--export",
+                        "/tmp/x.safetensors"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--export works only without --server"));
+  r = RunCli({"--server", server_->address(), "tokenize", "--text", "hi"});
+  EXPECT_EQ(r.exit_code, 2);
+  r = RunCli({"--server"});
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(RpcCliNoServerTest, UnreachableServerExitsOneWithUnavailable) {
+  // A port that was just free: nothing listens there.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  const CliResult r = RunCli({"--server", "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)),
+                              "models"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("UNAVAILABLE"));
+}
+
+}  // namespace
+}  // namespace attnscope::testing

@@ -1,0 +1,72 @@
+// The rpc layer records every request in the metrics the server exposes.
+#include <chrono>
+#include <thread>
+
+#include "tests/rpc/rpc_test_util.h"
+
+namespace attnscope::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST_F(RpcTest, EveryRequestIsRecordedInTheMetrics) {
+  StartServer();
+  grpc::ClientContext feed_context;
+  auto feed = stub_->Subscribe(&feed_context, v1::SubscribeRequest());
+  feed->WaitForInitialMetadata();
+  const std::string metrics = server_->metrics_address();
+  EXPECT_EQ(MetricValue(ScrapeMetrics(metrics), "attnscope_subscribers"), 1);
+
+  const AnalyzeResult analyzed = RunAnalyze(*stub_, TextRequest("Counting every request here"));
+  ASSERT_TRUE(analyzed.status.ok());
+  EXPECT_FALSE(RunAnalyze(*stub_, TextRequest("")).status.ok());
+  v1::GenerateRequest generate;
+  generate.set_text("Five more");
+  generate.set_max_new_tokens(5);
+  generate.set_stop_at_eos(false);
+  ASSERT_TRUE(RunGenerate(*stub_, generate).status.ok());
+  grpc::ClientContext list_context;
+  v1::ListModelsResponse models;
+  ASSERT_TRUE(stub_->ListModels(&list_context, v1::ListModelsRequest(), &models).ok());
+  feed_context.TryCancel();
+  v1::FeedEvent event;
+  while (feed->Read(&event)) {
+  }
+  feed->Finish();
+
+  const int64_t tokens = analyzed.events.front().tokens().ids_size();
+  const v1::Summary& summary = analyzed.events.back().summary();
+  std::string scrape;
+  // The Subscribe handler notices the cancellation within its poll period.
+  for (int i = 0; i < 100; ++i) {
+    scrape = ScrapeMetrics(metrics);
+    if (MetricValue(scrape, "attnscope_subscribers") == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(MetricValue(scrape, "attnscope_subscribers"), 0);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_requests_total{code="OK",rpc="Analyze"})"), 1);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_requests_total{code="INVALID_ARGUMENT",rpc="Analyze"})"),
+            1);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_requests_total{code="OK",rpc="Generate"})"), 1);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_requests_total{code="OK",rpc="ListModels"})"), 1);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_requests_total{code="CANCELLED",rpc="Subscribe"})"),
+            1);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_time_to_first_event_seconds_count{rpc="Analyze"})"),
+            1);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_prompt_tokens_count{model="tiny-gpt2"})"), 2);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_context_health_count{model="tiny-gpt2"})"), 1);
+  EXPECT_NEAR(MetricValue(scrape, R"(attnscope_context_health_sum{model="tiny-gpt2"})"),
+              summary.health(), 1e-6);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_anomalous_sinks_count{model="tiny-gpt2"})"), 1);
+  // One entropy per prompt position of the analysis and per generated token.
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_next_token_entropy_count{model="tiny-gpt2"})"),
+            tokens + 5);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_generated_tokens_total{model="tiny-gpt2"})"), 5);
+  EXPECT_EQ(MetricValue(scrape, "attnscope_in_flight_requests"), 0);
+  EXPECT_EQ(MetricValue(scrape, "attnscope_queued_requests"), 0);
+  EXPECT_THAT(scrape, HasSubstr(R"(architecture="gpt2")"));
+  EXPECT_THAT(scrape, HasSubstr(R"(layers="6")"));
+}
+
+}  // namespace
+}  // namespace attnscope::testing

@@ -1,0 +1,75 @@
+// Shared by the rpc integration tests: a fixture that starts the real server
+// and the bundled model loaded in-process for reference results.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attnscope/v1/attnscope.grpc.pb.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "service/engine/model_bundle.h"
+#include "tests/rpc/server_process.h"
+
+namespace attnscope::testing {
+
+namespace v1 = ::attnscope::v1;
+
+struct AnalyzeResult {
+  grpc::Status status;
+  std::vector<v1::AnalyzeEvent> events;
+};
+
+struct GenerateResult {
+  grpc::Status status;
+  std::vector<v1::GenerateEvent> events;
+};
+
+// A stub on a fresh channel to `address`.
+std::unique_ptr<v1::Analyzer::Stub> NewStub(const std::string& address);
+
+// Runs a whole Analyze / Generate call (deadline in seconds from now).
+AnalyzeResult RunAnalyze(v1::Analyzer::Stub& stub, const v1::AnalyzeRequest& request,
+                         double deadline_seconds = 120);
+GenerateResult RunGenerate(v1::Analyzer::Stub& stub, const v1::GenerateRequest& request,
+                           double deadline_seconds = 120);
+
+v1::AnalyzeRequest TextRequest(const std::string& text);
+v1::AnalyzeRequest IdsRequest(const std::vector<int64_t>& ids);
+
+// The bundled model (models/tiny-gpt2), loaded once per process, computing
+// with as many threads as the server (all cores): GEMMs sum in an order that
+// depends on the thread count, and the comparisons are exact.
+const engine::ModelBundle& BundledModel();
+std::string BundledModelDir();
+// A fixture model without a tokenizer (tests/data/models/...).
+std::string FixtureModelDir();
+// The first `n` token ids of tests/data/english-sample.txt under the bundled
+// model's tokenizer.
+std::vector<int64_t> SampleIds(size_t n);
+
+// GET http://`address`/metrics (address "host:port"); "" on failure.
+std::string ScrapeMetrics(const std::string& address);
+// The value of the sample line `series` (e.g. 'attnscope_queued_requests' or
+// 'attnscope_requests_total{code="OK",rpc="Analyze"}'), or -1 if absent.
+double MetricValue(const std::string& scrape, const std::string& series);
+
+// Events of a result without their timings (which differ run to run).
+std::vector<v1::AnalyzeEvent> WithoutTimings(std::vector<v1::AnalyzeEvent> events);
+
+class RpcTest : public ::testing::Test {
+ protected:
+  // Starts attnscope-server with `args` (ASSERTs that it came up) and makes
+  // stub_ for it.
+  void StartServer(const std::vector<std::string>& args = {});
+  // True if the server answers ListModels and a short Analyze correctly.
+  bool StillServes();
+
+  std::unique_ptr<ServerProcess> server_;
+  std::unique_ptr<v1::Analyzer::Stub> stub_;
+};
+
+}  // namespace attnscope::testing
