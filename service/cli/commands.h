@@ -13,6 +13,12 @@ constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
 int RunTokenize(const std::vector<std::string>& args);
-int RunAnalyze(const std::vector<std::string>& args);
+// analyze, generate and models also run against a server: `server` is the
+// HOST:PORT of --server, "" to run locally.
+int RunAnalyze(const std::vector<std::string>& args, const std::string& server = "");
+int RunGenerate(const std::vector<std::string>& args, const std::string& server = "");
+int RunModels(const std::vector<std::string>& args, const std::string& server = "");
+int RunHeads(const std::vector<std::string>& args);
+int RunAblate(const std::vector<std::string>& args);
 
 }  // namespace attnscope::cli

@@ -7,20 +7,52 @@
 
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope <command> [options]
+constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] <command> [options]
 
 Commands:
   tokenize   text -> token ids, token strings and byte offsets
   analyze    run a prompt through the model and report attention sinks,
              hidden-state norms, context health and next-token entropy
+  generate   decode new tokens and show each one's probability and entropy
+  models     list the model (or the server's models)
+  heads      scan every head on the induction probe: previous-token,
+             induction and sink scores, and the loss on each half
+  ablate     switch heads off and measure the loss on each half of the probe
+
+With --server HOST:PORT, analyze, generate and models run on a running
+attnscope-server instead of loading a model here; the output is the same.
 
 Run 'attnscope <command> --help' for the options of a command.
 )";
+
+// Takes a leading "--server HOST:PORT" (or "--server=HOST:PORT") off `args`.
+// False (with a message) when the address is missing.
+bool TakeServer(std::vector<std::string>& args, std::string* server) {
+  if (args.empty()) return true;
+  const std::string& first = args.front();
+  if (first.rfind("--server=", 0) == 0) {
+    *server = first.substr(9);
+    args.erase(args.begin());
+  } else if (first == "--server") {
+    if (args.size() < 2) {
+      std::cerr << "attnscope: --server needs HOST:PORT\n";
+      return false;
+    }
+    *server = args[1];
+    args.erase(args.begin(), args.begin() + 2);
+  } else {
+    return true;
+  }
+  if (server->empty()) std::cerr << "attnscope: --server needs HOST:PORT\n";
+  return !server->empty();
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  std::string server;
+  if (!TakeServer(args, &server)) return attnscope::cli::kExitUsage;
   if (args.empty()) {
     std::cerr << kHelp;
     return attnscope::cli::kExitUsage;
@@ -31,8 +63,17 @@ int main(int argc, char** argv) {
     std::cout << kHelp;
     return attnscope::cli::kExitOk;
   }
+  if (command == "analyze") return attnscope::cli::RunAnalyze(args, server);
+  if (command == "generate") return attnscope::cli::RunGenerate(args, server);
+  if (command == "models") return attnscope::cli::RunModels(args, server);
+  if (!server.empty()) {
+    std::cerr << "attnscope: --server works with analyze, generate and models; run '" << command
+              << "' without it\n";
+    return attnscope::cli::kExitUsage;
+  }
   if (command == "tokenize") return attnscope::cli::RunTokenize(args);
-  if (command == "analyze") return attnscope::cli::RunAnalyze(args);
+  if (command == "heads") return attnscope::cli::RunHeads(args);
+  if (command == "ablate") return attnscope::cli::RunAblate(args);
   std::cerr << "attnscope: unknown command '" << command << "'\n\n" << kHelp;
   return attnscope::cli::kExitUsage;
 }

@@ -1,0 +1,92 @@
+// attnscope heads: previous-token, induction and sink scores of every head on
+// the induction probe, and the loss on each half of it.
+#include <unistd.h>
+
+#include <iostream>
+
+#include "service/cli/command_support.h"
+#include "service/cli/commands.h"
+#include "service/cli/head_report.h"
+#include "service/cli/probe_options.h"
+#include "service/core/status_macros.h"
+
+namespace attnscope::cli {
+namespace {
+
+constexpr char kHelp[] = R"(Usage: attnscope heads [--model DIR] [--n 50] [--seqs 4] [--seed 0] [options]
+
+Scans every layer x head on the induction probe of docs/definitions.md: BOS
+followed by n random ids (uniform in 1000..9999) and the same n ids again.
+Prints, as layer x head grids, each head's previous-token score
+(mean_{i>=1} A[i,i-1]), induction score (mean_{i=n+1..2n} A[i,i-n+1]) and
+sink score (A[T-1,0]), each the mean over the sequences; the top heads of
+each kind; and the mean next-token loss on each half of the probe (a model
+that copies the repeat has a much lower loss on the second half).
+
+  --model DIR        model directory (default: the bundled tiny-gpt2)
+  --n N              ids per half (default 50; T = 2n+1)
+  --seqs S           number of random sequences (default 4)
+  --seed X           random seed (default 0): std::mt19937_64, see
+                     engine/head_scan.h for the exact draw
+  --ids-file F       the probe from a file instead: one sequence per line,
+                     ids separated by commas or spaces, each BOS + n ids +
+                     the same n (n is taken from the first line unless --n)
+  --top K            top heads listed per kind (default 5)
+  --json             machine-readable output (grids as [layer][head])
+  --threads N        intra-op threads (default: all cores)
+  --color WHEN       auto (default), always or never
+)";
+
+struct HeadsArgs {
+  Flags flags;
+  ProbeOptions probe;
+  int top = 5;
+  bool color = false;
+};
+
+absl::StatusOr<HeadsArgs> ParseArgs(const std::vector<std::string>& args) {
+  HeadsArgs a;
+  std::vector<FlagSpec> specs = {{"model"}, {"top"}, {"json", false}, {"threads"}, {"color"}};
+  for (FlagSpec& s : ProbeFlagSpecs()) specs.push_back(s);
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.flags, Flags::Parse(args, specs));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.probe, ParseProbeOptions(a.flags));
+  ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t top, a.flags.GetInt("top", 5, 0, 1 << 20));
+  a.top = static_cast<int>(top);
+  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 0, 1024).status());
+  const std::string color = a.flags.Get("color", "auto");
+  if (color != "auto" && color != "always" && color != "never") {
+    return absl::InvalidArgumentError("--color must be auto, always or never, got '" + color + "'");
+  }
+  a.color = color == "always" || (color == "auto" && isatty(STDOUT_FILENO));
+  return a;
+}
+
+}  // namespace
+
+int RunHeads(const std::vector<std::string>& args) {
+  if (WantsHelp(args)) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  auto parsed = ParseArgs(args);
+  if (!parsed.ok()) return UsageError("heads", parsed.status());
+  auto bundle = LoadModelFromFlags(parsed->flags);
+  if (!bundle.ok()) return RuntimeError("heads", bundle.status());
+  auto probe = BuildProbe((*bundle)->config(), parsed->probe);
+  if (!probe.ok()) return RuntimeError("heads", probe.status());
+  auto scan = engine::ScanHeads(*(*bundle)->model, *probe);
+  if (!scan.ok()) return RuntimeError("heads", scan.status());
+  if (parsed->flags.Has("json")) {
+    nlohmann::json out = HeadScanJson(*scan, parsed->top);
+    out["model"] = (*bundle)->directory;
+    out["probe"] = ProbeJson(parsed->probe, *probe);
+    std::cout << out.dump() << "\n";
+  } else {
+    std::cout << "Model: " << (*bundle)->directory << "\n"
+              << RenderHeadScan(*scan, DescribeProbe(parsed->probe, *probe), parsed->top,
+                                parsed->color);
+  }
+  return kExitOk;
+}
+
+}  // namespace attnscope::cli
