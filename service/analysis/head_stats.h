@@ -10,7 +10,7 @@
 
 namespace attnscope::analysis {
 
-// The per-head numbers of docs/definitions.md.
+// The per-head numbers of service/analysis/definitions.md.
 struct HeadStats {
   HeadGrid sink_score;
   HeadGrid first_token_mass;

@@ -1,5 +1,5 @@
 // PromptAnalyzer: a ForwardObserver that computes every statistic of
-// docs/definitions.md for one sequence while the forward pass runs, in memory
+// service/analysis/definitions.md for one sequence while the forward pass runs, in memory
 // O(L*H + (L+1)*T) (never the L x H x T x T attention weights).
 #pragma once
 

@@ -1,5 +1,5 @@
 // Every number the analysis library reports for one prompt, as defined in
-// docs/definitions.md. Plain data: filled in by PromptAnalyzer::Finish,
+// service/analysis/definitions.md. Plain data: filled in by PromptAnalyzer::Finish,
 // serialized by stats_json.h, rendered by text_report.h.
 #pragma once
 

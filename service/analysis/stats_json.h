@@ -1,5 +1,5 @@
 // PromptStats -> JSON, with the keys and nesting of the reference fixtures'
-// stats.json (docs/definitions.md names every value).
+// stats.json (service/analysis/definitions.md names every value).
 #pragma once
 
 #include "nlohmann/json.hpp"

@@ -1,5 +1,5 @@
 // Structural positions: tokens whose identity is fixed by a template, not by
-// what was said (docs/definitions.md, "Structural positions"). They are
+// what was said (service/analysis/definitions.md, "Structural positions"). They are
 // reported and left out of the z-score baseline.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Per-token statistics of docs/definitions.md: hidden-state norms, massive
+// Per-token statistics of service/analysis/definitions.md: hidden-state norms, massive
 // activations, attention received, log-MAD z-scores, sinks, context health
 // and next-token entropy.
 #pragma once

@@ -14,7 +14,7 @@ namespace {
 constexpr char kHelp[] = R"(Usage: attnscope ablate [--model DIR] --heads 5.1,5.5 [--mode zero|mean] [options]
 
 Switches heads off and measures the mean next-token loss on each half of the
-induction probe of docs/definitions.md (BOS + n random ids + the same n ids):
+induction probe of service/analysis/definitions.md (BOS + n random ids + the same n ids):
 first the baseline, then each listed head alone, then all of them together.
 Zero-ablation sets the head's output (its slice before the output
 projection) to 0; mean-ablation replaces it by its mean over all positions

@@ -21,7 +21,7 @@ namespace {
 constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] analyze [--model DIR|NAME] (--text TEXT | --ids 1,2,3) [options]
 
 Runs the prompt through the model and reports attention sinks, hidden-state
-norms, context health and next-token entropy (see docs/definitions.md).
+norms, context health and next-token entropy (see service/analysis/definitions.md).
 
   --model DIR|NAME   model directory (default: the bundled tiny-gpt2); with
                      --server, a model name from 'attnscope models' (default:

@@ -15,7 +15,7 @@ namespace {
 
 constexpr char kHelp[] = R"(Usage: attnscope heads [--model DIR] [--n 50] [--seqs 4] [--seed 0] [options]
 
-Scans every layer x head on the induction probe of docs/definitions.md: BOS
+Scans every layer x head on the induction probe of service/analysis/definitions.md: BOS
 followed by n random ids (uniform in 1000..9999) and the same n ids again.
 Prints, as layer x head grids, each head's previous-token score
 (mean_{i>=1} A[i,i-1]), induction score (mean_{i=n+1..2n} A[i,i-n+1]) and

@@ -1,4 +1,4 @@
-// Head scans and head ablation on the induction probe of docs/definitions.md
+// Head scans and head ablation on the induction probe of service/analysis/definitions.md
 // ("Induction and ablation protocol"): BOS, r_1..r_n, r_1..r_n. Torch-free.
 //
 // A probe is a batch of sequences of T = 2n+1 ids that all run through one

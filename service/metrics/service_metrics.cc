@@ -29,7 +29,7 @@ constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0
 // Tokens: powers of two up to GPT-2's 1024 positions, one step beyond.
 constexpr double kTokenBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
 constexpr double kTokensPerSecondBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
-// The context-health score is 0..10 (docs/definitions.md); le="10" holds
+// The context-health score is 0..10 (service/analysis/definitions.md); le="10" holds
 // every healthy prompt, so the lower buckets show how bad the rest are.
 constexpr double kHealthBuckets[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
 constexpr double kSinkBuckets[] = {0, 1, 2, 3, 4, 5, 8, 16, 32, 64};

@@ -47,7 +47,7 @@ class ServiceMetrics {
   void AddDroppedFeedEvents(int64_t events);
   // The model-internal numbers of one analyzed prompt: context health 0..10,
   // anomalous sink count, last-layer first-token mass 0..1, massive-activation
-  // ratio (docs/definitions.md).
+  // ratio (service/analysis/definitions.md).
   void RecordAnalysis(const std::string& model, double health, int64_t anomalous_sinks,
                       double last_layer_first_token_mass, double massive_ratio);
   // One next-token entropy (normalized, 0..1) of a prompt position or a
