@@ -58,6 +58,7 @@ void copyFinished(const v1::RequestFinished& f, FeedRow* row) {
   row->model = QString::fromStdString(f.model());
   row->promptPreview = QString::fromStdString(f.prompt_preview());
   row->promptTokens = f.prompt_tokens();
+  if (f.prompt_ids_size() > 0) row->promptIds = QVector<qint64>(f.prompt_ids().begin(), f.prompt_ids().end());
   row->generatedTokens = f.generated_tokens();
   row->status = QString::fromStdString(f.status());
   row->errorMessage = QString::fromStdString(f.error_message());
@@ -126,6 +127,7 @@ bool FeedModel::applyStarted(const v1::FeedEvent& event, QString* error) {
   row.model = QString::fromStdString(s.model());
   row.promptPreview = QString::fromStdString(s.prompt_preview());
   row.promptTokens = s.prompt_tokens();
+  row.promptIds = QVector<qint64>(s.prompt_ids().begin(), s.prompt_ids().end());
   insertRow(std::move(row));
   return true;
 }

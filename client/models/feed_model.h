@@ -31,6 +31,7 @@ struct FeedRow {
   QString model;
   QString promptPreview;  // the server's first 80 characters of the prompt
   int promptTokens = 0;
+  QVector<qint64> promptIds;  // the whole prompt's token ids (empty if unknown)
   int generatedTokens = 0;
   State state = State::Running;
   QString status;  // gRPC code name once finished, "OK" on success

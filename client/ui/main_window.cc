@@ -159,8 +159,8 @@ QString MainWindow::fullPromptFor(const FeedRow& row) const {
 }
 
 void MainWindow::onRequestSelected(const FeedRow& row) {
-  if (row.promptPreview.isEmpty()) {
-    m_promptView->setNote(tr("This request gave token ids, not text: nothing to re-analyze."),
+  if (row.promptPreview.isEmpty() && row.promptIds.isEmpty()) {
+    m_promptView->setNote(tr("The server never tokenized this prompt: nothing to re-analyze."),
                           true);
     return;
   }
@@ -168,9 +168,11 @@ void MainWindow::onRequestSelected(const FeedRow& row) {
   m_generation.clear();
   m_feedTokens = row.rpc == QLatin1String("Generate") ? row.tokens : QVector<FeedToken>();
   m_feedPromptTokens = row.promptTokens;
-  const QString text = fullPromptFor(row);
-  startAnalysis(text, row.model);
-  if (text.size() >= 80 && text == row.promptPreview) {
+  // The feed carries the token ids of the whole prompt: re-analyze exactly
+  // those (the text, possibly cut to the preview, only labels the view).
+  const QString text = row.promptPreview.isEmpty() ? QString() : fullPromptFor(row);
+  startAnalysis(text, row.model, row.promptIds);
+  if (row.promptIds.isEmpty() && text.size() >= 80 && text == row.promptPreview) {
     m_promptView->setNote(
         tr("Only the first 80 characters of this prompt are known: analyzing those."));
   }
@@ -217,7 +219,8 @@ void MainWindow::rememberSent(const QString& text) {
   while (m_sentPrompts.size() > kMaxRememberedPrompts) m_sentPrompts.removeLast();
 }
 
-void MainWindow::startAnalysis(const QString& text, const QString& model) {
+void MainWindow::startAnalysis(const QString& text, const QString& model,
+                               const QVector<qint64>& ids) {
   Connection* connection = m_connection;
   const quint64 previous = m_analyzeTag;
   const quint64 tag = ++m_nextTag;
@@ -226,7 +229,11 @@ void MainWindow::startAnalysis(const QString& text, const QString& model) {
   m_entropy.clear();
   v1::AnalyzeRequest request;
   request.set_model(model.toStdString());
-  request.set_text(text.toStdString());
+  if (ids.isEmpty()) {
+    request.set_text(text.toStdString());
+  } else {
+    for (const qint64 id : ids) request.mutable_ids()->add_ids(id);
+  }
   request.mutable_options()->set_return_attention(true);  // every layer and head
   QMetaObject::invokeMethod(
       connection,

@@ -82,7 +82,9 @@ class MainWindow : public QMainWindow {
   void onGenerateEvent(quint64 tag, const attnscope::v1::GenerateEvent& event);
   void onGenerateFinished(quint64 tag, bool ok, const QString& error);
   void onSend(const SendRequest& request);
-  void startAnalysis(const QString& text, const QString& model);
+  // Analyzes `text`, or the token ids when given (then `text` only labels it).
+  void startAnalysis(const QString& text, const QString& model,
+                     const QVector<qint64>& ids = {});
   void rebuildEntropy();
   void rememberSent(const QString& text);
   QString fullPromptFor(const FeedRow& row) const;

@@ -63,7 +63,7 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
                              ResolvePrompt(PromptOf(request), *bundle, model_name,
                                            config_.max_prompt_tokens));
   timings.set_tokenize_seconds(Since(tokenize_start));
-  scope.Started(model_name, prompt.text, static_cast<int64_t>(prompt.ids.size()));
+  scope.Started(model_name, prompt.text, prompt.ids);
 
   auto write = [&](const v1::AnalyzeEvent& event) {
     scope.MarkFirstEvent();

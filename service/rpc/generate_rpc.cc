@@ -79,7 +79,7 @@ absl::Status AnalyzerService::RunGenerate(RequestScope& scope, const v1::Generat
                                            config_.max_prompt_tokens));
   timings.set_tokenize_seconds(Since(tokenize_start));
   ATTNSCOPE_RETURN_IF_ERROR(engine::ValidateGenerationSettings(*bundle, prompt, settings));
-  scope.Started(model_name, prompt.text, static_cast<int64_t>(prompt.ids.size()));
+  scope.Started(model_name, prompt.text, prompt.ids);
 
   bool write_failed = false;
   auto write = [&](const v1::GenerateEvent& event) {

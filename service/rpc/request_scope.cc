@@ -46,10 +46,11 @@ double RequestScope::ElapsedSeconds() const {
 }
 
 void RequestScope::Started(const std::string& model, const std::string& prompt_text,
-                           int64_t prompt_tokens) {
+                           const std::vector<int64_t>& prompt_ids) {
   finished_.set_model(model);
   finished_.set_prompt_preview(PromptPreview(prompt_text));
-  finished_.set_prompt_tokens(static_cast<int32_t>(prompt_tokens));
+  finished_.set_prompt_tokens(static_cast<int32_t>(prompt_ids.size()));
+  finished_.mutable_prompt_ids()->Add(prompt_ids.begin(), prompt_ids.end());
   attnscope::v1::FeedEvent event;
   event.set_request_id(request_id_);
   attnscope::v1::RequestStarted* started = event.mutable_started();
@@ -57,6 +58,7 @@ void RequestScope::Started(const std::string& model, const std::string& prompt_t
   started->set_model(model);
   started->set_prompt_preview(finished_.prompt_preview());
   started->set_prompt_tokens(finished_.prompt_tokens());
+  *started->mutable_prompt_ids() = finished_.prompt_ids();
   feed_.Publish(std::move(event), model);
 }
 

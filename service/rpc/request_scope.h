@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "attnscope/v1/attnscope.pb.h"
@@ -38,7 +39,8 @@ class RequestScope {
 
   // Announces the request on the feed (once the prompt is known) and fills
   // the model/preview/token fields of the finished event to come.
-  void Started(const std::string& model, const std::string& prompt_text, int64_t prompt_tokens);
+  void Started(const std::string& model, const std::string& prompt_text,
+               const std::vector<int64_t>& prompt_ids);
   // A per-token feed event of a generation.
   void PublishToken(const attnscope::v1::TokenEntropy& token);
   // What the finished event will report (health, sinks, entropies, ...).

@@ -60,9 +60,12 @@ bool finishedRow(const FeedModel& feed, const QString& text, const QString& rpc)
 // feed to show it finished. The dashboard reports Connected only once the
 // server has acknowledged its subscription, so nothing sent after that may be
 // missing from the feed.
+// Sends `sent` (default: `text`) and waits for the feed row whose preview is
+// `text`.
 QString analyzeAndWait(PromptClient* client, const MainWindow& window, const QString& text,
-                       QVector<v1::AnalyzeEvent>* events) {
-  const QString status = client->analyze(text, events, /*withAttention=*/true);
+                       QVector<v1::AnalyzeEvent>* events, const QString& sent = QString()) {
+  const QString status =
+      client->analyze(sent.isEmpty() ? text : sent, events, /*withAttention=*/true);
   if (status != QLatin1String("OK")) return status;
   if (!QTest::qWaitFor([&] { return finishedRow(*window.feedModel(), text, "Analyze"); }, 10000)) {
     return QStringLiteral("the feed never showed '%1'").arg(text);
@@ -93,6 +96,7 @@ class DashboardEndToEndTest : public QObject {
   void feedAndPromptView();
   void reconnectResumesFeed();
   void settingsPersist();
+  void longPromptFromOtherClientIsAnalyzedInFull();
 
  private:
   void checkFeedRowsFromOtherClient(const MainWindow& window, const QVector<v1::AnalyzeEvent>& cat);
@@ -240,6 +244,28 @@ void DashboardEndToEndTest::checkPromptView(MainWindow* window,
   const QRect target = heatmap->visualRect(view->heatmapModel()->index(tokens - 3, 1));
   QTest::mouseMove(heatmap->viewport(), target.center());
   QTRY_COMPARE(view->heatmapModel()->highlightedRow(), tokens - 3);
+}
+
+void DashboardEndToEndTest::longPromptFromOtherClientIsAnalyzedInFull() {
+  // The feed shows 80 characters of a prompt but carries all its token ids:
+  // selecting the row re-analyzes the whole prompt, not the preview.
+  ServerProcess server;
+  QVERIFY2(server.start(), qPrintable(server.error()));
+  MainWindow window(server.address(), fastReconnect());
+  window.show();
+  QTRY_COMPARE_WITH_TIMEOUT(window.subscriptions(), 1, kLong);
+  const QString text = kSinks + QStringLiteral(" ") + kCat + QStringLiteral(" ") + kSinks;
+  QVERIFY(text.size() > 80);
+  PromptClient client(server.address());
+  QVector<v1::AnalyzeEvent> events;
+  QCOMPARE(analyzeAndWait(&client, window, text.left(80), &events, text), QStringLiteral("OK"));
+  const int source = findRow(*window.feedModel(), text.left(80), "Analyze");
+  QVERIFY(source >= 0);
+  FeedPanel* panel = window.feedPanel();
+  panel->selectRow(panel->proxy()->mapFromSource(window.feedModel()->index(source, 0)).row());
+  QTRY_VERIFY_WITH_TIMEOUT(window.analysis()->isComplete(), 20000);
+  QCOMPARE(window.analysis()->tokenCount(), events.first().tokens().ids_size());
+  QCOMPARE(window.analysis()->errors(), QStringList());
 }
 
 void DashboardEndToEndTest::reconnectResumesFeed() {
