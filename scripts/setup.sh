@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what attnscope needs on Debian 12 (only the packages that are
 # missing), then configures and builds into build/ (binaries in build/bin/).
+# Usage: scripts/setup.sh [TARGET...]  (no target: build everything)
 # Idempotent: a second run with nothing changed takes a few seconds.
 set -euo pipefail
 
@@ -32,12 +33,21 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# CI (CI=true) builds with warnings as errors; anyone can ask for it too.
-WERROR="${ATTNSCOPE_WARNINGS_AS_ERRORS:-$([[ "${CI:-}" == "true" ]] && echo ON || echo OFF)}"
-cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DATTNSCOPE_WARNINGS_AS_ERRORS="$WERROR" >/dev/null
+# CI (CI=true) builds with warnings as errors; anyone can ask for it with
+# ATTNSCOPE_WARNINGS_AS_ERRORS=ON. Otherwise the configured value is kept, so
+# running the run and test commands one after the other never rebuilds.
+WERROR_ARGS=()
+if [[ -n "${ATTNSCOPE_WARNINGS_AS_ERRORS:-}" ]]; then
+  WERROR_ARGS=(-DATTNSCOPE_WARNINGS_AS_ERRORS="$ATTNSCOPE_WARNINGS_AS_ERRORS")
+elif [[ "${CI:-}" == "true" ]]; then
+  WERROR_ARGS=(-DATTNSCOPE_WARNINGS_AS_ERRORS=ON)
+fi
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${WERROR_ARGS[@]}" >/dev/null
 # libtorch translation units need ~1.5 GB each: cap parallel jobs by memory.
 mem_gb=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)
 jobs=$(( $(nproc) + 1 ))
 (( jobs > mem_gb / 2 && mem_gb >= 2 )) && jobs=$(( mem_gb / 2 ))
-cmake --build "$BUILD_DIR" -- -j "$jobs"
+# Arguments name the targets to build (default: everything, tests included).
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$BUILD_DIR" "${targets[@]}" -- -j "$jobs"
