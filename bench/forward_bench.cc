@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bench/bench_support.h"
+#include "service/model/blas_info.h"
 #include "service/model/language_model.h"
 #include "service/model/recorder.h"
 
@@ -81,6 +82,8 @@ int main(int argc, char** argv) {
       {"tiny-gpt2", std::string(ATTNSCOPE_MODELS_DIR) + "/tiny-gpt2"},
       {"gpt2-small", small_dir},
   };
+  const std::string core = attnscope::model::BlasCoreName();
+  std::printf("BLAS kernels: %s\n", core.empty() ? "(not OpenBLAS)" : core.c_str());
   std::printf("%-12s %6s %7s %-5s %10s %10s %10s %10s\n", "model", "T", "threads", "attn",
               "s/forward", "tokens/s", "peak MiB", "+MiB run");
   for (const Config& c : configs) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/engine/model_bundle.h"
 #include "service/metrics/service_metrics.h"
+#include "service/model/blas_info.h"
 #include "service/model/language_model.h"
 #include "service/rpc/model_registry.h"
 #include "service/rpc/rpc_server.h"
@@ -64,6 +65,9 @@ int Serve(ServerFlags flags, const sigset_t& signals) {
             << registry.default_name() << "'; " << threads << " compute threads; --max-concurrent "
             << flags.rpc.service.max_concurrent << ", --max-queue " << flags.rpc.service.max_queue
             << std::endl;
+  if (const std::string advice = model::BlasAdvice(); !advice.empty()) {
+    std::cerr << "attnscope-server: " << advice << std::endl;
+  }
   std::cout << "attnscope-server listening on " << (*server)->address() << "\n"
             << "metrics on " << rpc::WithPort(flags.metrics_listen, (*metrics_server)->port())
             << std::endl;
