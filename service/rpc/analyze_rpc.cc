@@ -15,12 +15,6 @@
 namespace attnscope::rpc {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 // Per-prompt numbers for the metrics and the finished feed event.
 void RecordOutcome(const std::string& model, const analysis::PromptStats& s,
                    metrics::ServiceMetrics& metrics, v1::RequestFinished& finished) {
@@ -55,14 +49,10 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
                                                             model_name,
                                                             config_.tensor_chunk_bytes));
   v1::Timings timings;
-  double queued = 0;
-  ATTNSCOPE_ASSIGN_OR_RETURN(AdmissionController::Slot slot, Admit(scope, &queued));
-  timings.set_queued_seconds(queued);
-  const auto tokenize_start = Clock::now();
-  ATTNSCOPE_ASSIGN_OR_RETURN(engine::Prompt prompt,
-                             ResolvePrompt(PromptOf(request), *bundle, model_name,
-                                           config_.max_prompt_tokens));
-  timings.set_tokenize_seconds(Since(tokenize_start));
+  ATTNSCOPE_ASSIGN_OR_RETURN(Admitted admitted,
+                             AdmitAndTokenize(scope, *bundle, model_name, PromptOf(request),
+                                              &timings));
+  const engine::Prompt& prompt = admitted.prompt;
   scope.Started(model_name, prompt.text, prompt.ids);
 
   auto write = [&](const v1::AnalyzeEvent& event) {
@@ -77,9 +67,9 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
   LayerStreamer streamer(config.num_layers, config.num_heads, plan.stream, write);
   plan.settings.extra_observers = {&streamer};
   plan.settings.should_stop = [&] { return streamer.failed() || scope.ShouldStop(); };
-  const auto compute_start = Clock::now();
+  const auto compute_start = std::chrono::steady_clock::now();
   auto run = engine::RunAnalysis(*bundle, prompt, plan.settings);
-  timings.set_compute_seconds(Since(compute_start));
+  timings.set_compute_seconds(SecondsSince(compute_start));
   if (streamer.failed() || scope.ShouldStop()) {
     return scope.StopStatus(absl::StrCat("after ", streamer.layers_emitted(), " of ",
                                          config.num_layers, " layers"));

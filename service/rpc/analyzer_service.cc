@@ -42,19 +42,22 @@ grpc::Status AnalyzerService::ListModels(grpc::ServerContext* context,
                                          v1::ListModelsResponse* response) {
   const auto start = std::chrono::steady_clock::now();
   for (const ModelDescription& m : models_.Describe()) *response->add_models() = ModelToProto(m);
-  metrics_.RecordRequest(
-      "ListModels", "OK",
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  metrics_.RecordRequest("ListModels", "OK", SecondsSince(start));
   return grpc::Status::OK;
 }
 
-absl::StatusOr<AdmissionController::Slot> AnalyzerService::Admit(RequestScope& scope,
-                                                                 double* queued_seconds) {
-  const auto start = std::chrono::steady_clock::now();
+absl::StatusOr<AnalyzerService::Admitted> AnalyzerService::AdmitAndTokenize(
+    RequestScope& scope, const engine::ModelBundle& bundle, const std::string& model_name,
+    const PromptInput& input, v1::Timings* timings) {
+  const auto queue_start = std::chrono::steady_clock::now();
   auto slot = admission_.Acquire([&] { return scope.ShouldStop(); }, scope.deadline());
-  *queued_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return slot;
+  timings->set_queued_seconds(SecondsSince(queue_start));
+  if (!slot.ok()) return slot.status();
+  const auto tokenize_start = std::chrono::steady_clock::now();
+  auto prompt = ResolvePrompt(input, bundle, model_name, config_.max_prompt_tokens);
+  timings->set_tokenize_seconds(SecondsSince(tokenize_start));
+  if (!prompt.ok()) return prompt.status();
+  return Admitted{std::move(*slot), std::move(*prompt)};
 }
 
 grpc::Status AnalyzerService::Analyze(grpc::ServerContext* context,
@@ -81,7 +84,7 @@ grpc::Status AnalyzerService::Subscribe(grpc::ServerContext* context,
     const grpc::Status result = ToGrpcStatus(status);
     metrics_.RecordRequest(
         "Subscribe", GrpcCodeName(result.error_code()),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        SecondsSince(start));
     return result;
   };
   if (!request->model().empty()) {

@@ -13,6 +13,7 @@
 #include "service/rpc/feed_hub.h"
 #include "service/rpc/model_registry.h"
 #include "service/rpc/request_scope.h"
+#include "service/rpc/request_validation.h"
 
 namespace attnscope::rpc {
 
@@ -54,8 +55,18 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
                           grpc::ServerWriter<attnscope::v1::AnalyzeEvent>* writer);
   absl::Status RunGenerate(RequestScope& scope, const attnscope::v1::GenerateRequest& request,
                            grpc::ServerWriter<attnscope::v1::GenerateEvent>* writer);
-  // Waits for a slot; the seconds spent waiting go to *queued_seconds.
-  absl::StatusOr<AdmissionController::Slot> Admit(RequestScope& scope, double* queued_seconds);
+  // What Analyze and Generate hold once admitted: a compute slot and the
+  // resolved prompt.
+  struct Admitted {
+    AdmissionController::Slot slot;
+    engine::Prompt prompt;
+  };
+  // Waits for a compute slot, then resolves the prompt against the model;
+  // the queueing and tokenizing times go to *timings.
+  absl::StatusOr<Admitted> AdmitAndTokenize(RequestScope& scope, const engine::ModelBundle& bundle,
+                                            const std::string& model_name,
+                                            const PromptInput& input,
+                                            attnscope::v1::Timings* timings);
 
   const ModelRegistry& models_;
   metrics::ServiceMetrics& metrics_;

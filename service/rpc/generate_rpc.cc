@@ -12,12 +12,6 @@
 namespace attnscope::rpc {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 void RecordOutcome(const std::string& model, const engine::GenerationResult& result,
                    int64_t prompt_tokens, double seconds, metrics::ServiceMetrics& metrics,
                    v1::RequestFinished& finished) {
@@ -69,15 +63,10 @@ absl::Status AnalyzerService::RunGenerate(RequestScope& scope, const v1::Generat
   ATTNSCOPE_ASSIGN_OR_RETURN(const engine::ModelBundle* bundle, models_.Find(request.model()));
   engine::GenerationSettings settings = GenerationSettingsOf(request);
   v1::Timings timings;
-  double queued = 0;
-  ATTNSCOPE_ASSIGN_OR_RETURN(AdmissionController::Slot slot, Admit(scope, &queued));
-  timings.set_queued_seconds(queued);
-
-  const auto tokenize_start = Clock::now();
-  ATTNSCOPE_ASSIGN_OR_RETURN(engine::Prompt prompt,
-                             ResolvePrompt(PromptOf(request), *bundle, model_name,
-                                           config_.max_prompt_tokens));
-  timings.set_tokenize_seconds(Since(tokenize_start));
+  ATTNSCOPE_ASSIGN_OR_RETURN(Admitted admitted,
+                             AdmitAndTokenize(scope, *bundle, model_name, PromptOf(request),
+                                              &timings));
+  const engine::Prompt& prompt = admitted.prompt;
   ATTNSCOPE_RETURN_IF_ERROR(engine::ValidateGenerationSettings(*bundle, prompt, settings));
   scope.Started(model_name, prompt.text, prompt.ids);
 
@@ -90,14 +79,14 @@ absl::Status AnalyzerService::RunGenerate(RequestScope& scope, const v1::Generat
   *first.mutable_prompt() = TokensToProto(prompt);
   write(first);
   settings.should_stop = [&] { return write_failed || scope.ShouldStop(); };
-  const auto compute_start = Clock::now();
+  const auto compute_start = std::chrono::steady_clock::now();
   auto result = engine::Generate(*bundle, prompt, settings, [&](const engine::GeneratedToken& t) {
     v1::GenerateEvent event;
     *event.mutable_token() = GeneratedTokenToProto(t);
     write(event);
     scope.PublishToken(FeedToken(t));
   });
-  const double compute = Since(compute_start);
+  const double compute = SecondsSince(compute_start);
   timings.set_compute_seconds(compute);
   if (write_failed || scope.ShouldStop()) {
     return scope.StopStatus("during the generation");

@@ -16,6 +16,11 @@
 
 namespace attnscope::rpc {
 
+// Seconds elapsed since `start` on the steady clock.
+inline double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 class RequestScope {
  public:
   // `context`, `metrics` and `feed` must outlive the scope.
