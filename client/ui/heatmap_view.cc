@@ -39,6 +39,7 @@ namespace {
 constexpr double kZoomStep = 1.25;
 constexpr int kMinCellPx = 1;
 constexpr int kMaxCellPx = 64;
+constexpr int kMinLabelledCellPx = 6;
 
 }  // namespace
 
@@ -101,6 +102,11 @@ void HeatmapView::resizeCells() {
   horizontalHeader()->setFont(small);
   verticalHeader()->setFont(small);
   horizontalHeader()->setFixedHeight(96);
+  // Token labels need a few pixels; below that the axes would be a smear, so
+  // they go and the cells' tooltips name query and key.
+  const bool labelled = side >= kMinLabelledCellPx;
+  horizontalHeader()->setVisible(labelled);
+  verticalHeader()->setVisible(labelled);
 }
 
 void HeatmapView::hoverRow(int row) {

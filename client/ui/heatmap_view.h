@@ -25,7 +25,8 @@ class HeatmapView : public QTableView {
   // and Ctrl+plus / Ctrl+minus zoom in and out around the default of 1.
   void setZoom(double zoom);
   double zoom() const { return m_zoom; }
-  // The side of a cell in pixels now.
+  // The side of a cell in pixels now. Below 6 px the token axes are hidden
+  // (each cell's tooltip still names its query and key).
   int currentCellSize() const;
 
  protected:

@@ -239,11 +239,15 @@ void DashboardScaleTest::longPromptScrollsAndZooms() {
   HeatmapView* heatmap = view->heatmapView();
   QCOMPARE(heatmap->currentCellSize(), HeatmapView::cellSize(tokens));
   QVERIFY(heatmap->horizontalScrollBar()->maximum() > 0);  // scrolls
+  QVERIFY(heatmap->verticalHeader()->isHidden());          // 2 px: no smeared axes
+  QVERIFY(heatmap->model()->index(tokens - 1, 0).data(Qt::ToolTipRole).toString().size() > 0);
   const int before = heatmap->horizontalScrollBar()->maximum();
   heatmap->setFocus();
   QTest::keyClick(heatmap, Qt::Key_Plus, Qt::ControlModifier);
   QVERIFY(heatmap->currentCellSize() > HeatmapView::cellSize(tokens));
   QTRY_VERIFY(heatmap->horizontalScrollBar()->maximum() > before);
+  heatmap->setZoom(4.0);  // 8 px a cell: the token axes are back
+  QVERIFY(!heatmap->verticalHeader()->isHidden());
   heatmap->setZoom(0.01);  // clamped: one pixel a cell
   QCOMPARE(heatmap->currentCellSize(), 1);
   heatmap->setZoom(1.0);
