@@ -72,6 +72,22 @@ void copyFinished(const v1::RequestFinished& f, FeedRow* row) {
   row->entropyNormalized =
       QVector<double>(f.entropy_normalized().begin(), f.entropy_normalized().end());
   row->durationSeconds = f.duration_seconds();
+  if (f.has_options()) row->options = f.options();
+  if (row->rpc == QLatin1String("Analyze") && row->state == FeedRow::State::Finished &&
+      f.has_tokens() && f.has_summary()) {
+    row->detail = std::make_shared<const v1::RequestFinished>(f);
+  }
+}
+
+bool fromDashboard(const v1::FeedEvent& event) {
+  switch (event.event_case()) {
+    case v1::FeedEvent::kStarted:
+      return event.started().origin() == v1::REQUEST_ORIGIN_DASHBOARD;
+    case v1::FeedEvent::kFinished:
+      return event.finished().origin() == v1::REQUEST_ORIGIN_DASHBOARD;
+    default:
+      return false;
+  }
 }
 
 QString stateText(const FeedRow& row) {
@@ -96,6 +112,10 @@ bool FeedModel::apply(const v1::FeedEvent& event, QString* error) {
   if (event.dropped() > m_dropped) {
     m_dropped = event.dropped();
     Q_EMIT droppedEventsChanged(m_dropped);
+  }
+  if (fromDashboard(event)) {
+    if (event.has_started()) ++m_dashboardRequests;
+    return true;
   }
   switch (event.event_case()) {
     case v1::FeedEvent::kStarted:
@@ -128,6 +148,7 @@ bool FeedModel::applyStarted(const v1::FeedEvent& event, QString* error) {
   row.promptPreview = QString::fromStdString(s.prompt_preview());
   row.promptTokens = s.prompt_tokens();
   row.promptIds = QVector<qint64>(s.prompt_ids().begin(), s.prompt_ids().end());
+  if (s.has_options()) row.options = s.options();
   insertRow(std::move(row));
   return true;
 }
@@ -172,6 +193,7 @@ bool FeedModel::applyFinished(const v1::FeedEvent& event, QString* error) {
     row.time = eventTime(event);
     copyFinished(event.finished(), &row);
     insertRow(std::move(row));
+    Q_EMIT requestFinished(0);
     return true;
   }
   FeedRow& row = m_rows[index];
@@ -180,6 +202,7 @@ bool FeedModel::applyFinished(const v1::FeedEvent& event, QString* error) {
   }
   copyFinished(event.finished(), &row);
   emitRowChanged(index);
+  Q_EMIT requestFinished(index);
   return true;
 }
 
@@ -228,6 +251,8 @@ void FeedModel::insertRow(FeedRow row) {
   beginInsertRows(QModelIndex(), 0, 0);
   m_rows.prepend(std::move(row));
   endInsertRows();
+  // Older rows keep their numbers but not their per-layer details.
+  if (m_rows.size() > kMaxDetailedRows) m_rows[kMaxDetailedRows].detail.reset();
 }
 
 void FeedModel::noteModel(const QString& model) {
@@ -286,6 +311,10 @@ QVariant FeedModel::displayData(const FeedRow& row, int column) const {
     case Model:
       return row.model;
     case Prompt:
+      // A request turned away before its prompt was read says why instead.
+      if (row.promptPreview.isEmpty() && row.state == FeedRow::State::Failed) {
+        return QStringLiteral("(%1) %2").arg(row.status, row.errorMessage);
+      }
       return promptPreviewLine(row.promptPreview);
     case Tokens:
       return row.rpc == QLatin1String("Generate")
@@ -325,7 +354,7 @@ QVariant FeedModel::sortData(const FeedRow& row, int column) const {
 
 QVariant FeedModel::backgroundData(const FeedRow& row, int column) const {
   if (column == Health && !std::isnan(row.health)) return healthTint(healthLevel(row.health));
-  if (column == Health && row.state == FeedRow::State::Failed) {
+  if (row.state == FeedRow::State::Failed && (column == Health || column == Prompt)) {
     return healthTint(HealthLevel::Red);
   }
   if (column == MaxEntropy && !std::isnan(row.maxEntropy)) {

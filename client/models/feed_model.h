@@ -7,6 +7,7 @@
 #include <QString>
 #include <QVector>
 #include <QtNumeric>
+#include <memory>
 
 #include "attnscope/v1/attnscope.pb.h"
 
@@ -42,6 +43,15 @@ struct FeedRow {
   QVector<double> entropyNormalized;  // per position: prompt, then generated
   QVector<FeedToken> tokens;          // generated tokens as they streamed
   double durationSeconds = qQNaN();
+  // Analyze: the options the client sent (threshold, template, ...).
+  attnscope::v1::AnalyzeOptions options;
+  // Analyze that finished: the tokens, every layer's statistics and the
+  // summary as the feed carried them (nullptr otherwise), so a dashboard
+  // shows the request without analyzing it again.
+  std::shared_ptr<const attnscope::v1::RequestFinished> detail;
+
+  // True when `detail` holds a complete analysis (tokens and summary).
+  bool hasDetail() const { return detail && detail->has_tokens() && detail->has_summary(); }
 };
 
 // Rows of FeedRow, newest first, at most maxRows() (the oldest fall off).
@@ -75,13 +85,19 @@ class FeedModel : public QAbstractTableModel {
 
   // The bound on generated tokens kept per row.
   static constexpr int kMaxTokensPerRow = 4096;
+  // The newest rows that keep FeedRow::detail (tens of KiB each on long
+  // prompts); older ones drop it.
+  static constexpr int kMaxDetailedRows = 200;
 
   explicit FeedModel(QObject* parent = nullptr);
 
   // Applies one Subscribe event. Returns false (and sets *error) for an event
   // with no payload, a duplicate start, a token or second finish of an unknown
   // or finished request, or numbers out of range (health outside 0..10,
-  // negative counts or durations, non-finite values).
+  // negative counts or durations, non-finite values). Events of requests a
+  // dashboard made for itself (origin REQUEST_ORIGIN_DASHBOARD) add no row:
+  // they are counted in dashboardRequests() and otherwise ignored.
+
   bool apply(const attnscope::v1::FeedEvent& event, QString* error = nullptr);
 
   // Call after (re)subscribing: request ids restart with a new server, and
@@ -92,6 +108,9 @@ class FeedModel : public QAbstractTableModel {
   // At least 1; shrinking drops the oldest rows.
   void setMaxRows(int maxRows);
   int maxRows() const { return m_maxRows; }
+
+  // Requests announced with origin DASHBOARD (detail fetches), not shown.
+  quint64 dashboardRequests() const { return m_dashboardRequests; }
 
   // Highest FeedEvent.dropped seen in this session: events the server dropped
   // because this subscriber was slow.
@@ -111,6 +130,8 @@ class FeedModel : public QAbstractTableModel {
  Q_SIGNALS:
   void modelSeen(const QString& model);
   void droppedEventsChanged(quint64 dropped);
+  // A request of the feed ended (row: its index in this model).
+  void requestFinished(int row);
 
  private:
   bool applyStarted(const attnscope::v1::FeedEvent& event, QString* error);
@@ -129,6 +150,7 @@ class FeedModel : public QAbstractTableModel {
   int m_maxRows = 1000;
   quint64 m_session = 0;
   quint64 m_dropped = 0;
+  quint64 m_dashboardRequests = 0;
   QStringList m_models;
 };
 

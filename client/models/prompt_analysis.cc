@@ -104,6 +104,7 @@ void PromptAnalysis::reset(const QString& promptText, const QString& model) {
   m_promptText = promptText;
   m_model = model;
   m_errors.clear();
+  m_failure.clear();
   m_hasTokens = false;
   m_tokens.clear();
   m_heads = 0;
@@ -144,6 +145,36 @@ bool PromptAnalysis::addEvent(const v1::AnalyzeEvent& event, QString* error) {
       break;
   }
   return false;
+}
+
+bool PromptAnalysis::loadFinished(const v1::RequestFinished& finished, const QString& promptText,
+                                  QString* error) {
+  reset(promptText, QString::fromStdString(finished.model()));
+  if (!finished.has_tokens() || !finished.has_summary()) {
+    return reject(QStringLiteral("feed request: no tokens or summary to show"), error);
+  }
+  v1::AnalyzeEvent event;
+  *event.mutable_tokens() = finished.tokens();
+  if (!addEvent(event, error)) return false;
+  for (const v1::LayerStats& layer : finished.layers()) {
+    *event.mutable_layer() = layer;
+    if (!addEvent(event, error)) return false;
+  }
+  *event.mutable_summary() = finished.summary();
+  return addEvent(event, error);
+}
+
+bool PromptAnalysis::addFetchedAttention(const v1::TensorChunk& chunk, QString* error) {
+  if (!m_hasTokens) {
+    return reject(QStringLiteral("fetched attention: arrived before the tokens"), error);
+  }
+  if (m_attention.count({chunk.layer(), chunk.head()}) != 0) return true;
+  return addChunk(chunk, error);
+}
+
+void PromptAnalysis::markFailed(const QString& error) {
+  m_failure = error;
+  Q_EMIT failed(error);
 }
 
 bool PromptAnalysis::addTokens(const v1::Tokens& tokens, QString* error) {

@@ -47,6 +47,22 @@ class PromptAnalysis : public QObject {
   void reset(const QString& promptText = QString(), const QString& model = QString());
   bool addEvent(const attnscope::v1::AnalyzeEvent& event, QString* error = nullptr);
 
+  // Loads a finished Analyze as the live feed carries it (tokens, every
+  // layer's statistics, the summary; no attention) after a reset(promptText,
+  // finished.model()), exactly as if those events had streamed. Returns false
+  // (the first problem in *error and errors()) when a part is missing or
+  // malformed.
+  bool loadFinished(const attnscope::v1::RequestFinished& finished, const QString& promptText,
+                    QString* error = nullptr);
+  // An attention chunk fetched on demand for the prompt shown (accepted also
+  // after the summary, for a layer already received; the same checks as a
+  // streamed chunk). A chunk of a tensor already complete is ignored.
+  bool addFetchedAttention(const attnscope::v1::TensorChunk& chunk, QString* error = nullptr);
+  // Marks the analysis as failed (the request for it ended with `error`):
+  // nothing more will arrive. Cleared by reset().
+  void markFailed(const QString& error);
+  QString failure() const { return m_failure; }
+
   QString promptText() const { return m_promptText; }
   QString model() const { return m_model; }
   QStringList errors() const { return m_errors; }
@@ -80,6 +96,7 @@ class PromptAnalysis : public QObject {
   void attentionReady(int layer, int head);
   void summaryReady();
   void rejected(const QString& error);
+  void failed(const QString& error);
 
  private:
   bool addTokens(const attnscope::v1::Tokens& tokens, QString* error);
@@ -92,6 +109,7 @@ class PromptAnalysis : public QObject {
   QString m_promptText;
   QString m_model;
   QStringList m_errors;
+  QString m_failure;
   bool m_hasTokens = false;
   QVector<PromptToken> m_tokens;
   int m_heads = 0;

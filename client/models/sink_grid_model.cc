@@ -65,7 +65,7 @@ QVariant SinkGridModel::data(const QModelIndex& index, int role) const {
     case ValueRole:
       return score;
     case Qt::DisplayRole:
-      return QString::number(score, 'f', 2);
+      return m_labelled ? QVariant(QString::number(score, 'f', 2)) : QVariant();
     case Qt::BackgroundRole:
       return heatColor(score);
     case Qt::ForegroundRole:
@@ -90,11 +90,36 @@ QString SinkGridModel::toolTip(int layer, int head) const {
                   head);
 }
 
+void SinkGridModel::setLabelled(bool labelled) {
+  if (labelled == m_labelled) return;
+  m_labelled = labelled;
+  if (m_rows > 0 && m_columns > 0) {
+    Q_EMIT dataChanged(index(0, 0), index(m_rows - 1, m_columns - 1), {Qt::DisplayRole});
+  }
+  if (m_columns > 0) Q_EMIT headerDataChanged(Qt::Horizontal, 0, m_columns - 1);
+  if (m_rows > 0) Q_EMIT headerDataChanged(Qt::Vertical, 0, m_rows - 1);
+}
+
+void SinkGridModel::setHeadLabelStep(int step) {
+  step = qMax(1, step);
+  if (step == m_headLabelStep) return;
+  m_headLabelStep = step;
+  if (m_columns > 0) Q_EMIT headerDataChanged(Qt::Horizontal, 0, m_columns - 1);
+}
+
 QVariant SinkGridModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (role != Qt::DisplayRole || section < 0) return {};
-  if (orientation == Qt::Vertical)
-    return section < m_rows ? QStringLiteral("L%1").arg(section) : QVariant();
-  return section < m_columns ? QStringLiteral("H%1").arg(section) : QVariant();
+  if (section < 0) return {};
+  const bool vertical = orientation == Qt::Vertical;
+  if (section >= (vertical ? m_rows : m_columns)) return {};
+  if (role == Qt::ToolTipRole) {
+    return (vertical ? QStringLiteral("layer %1") : QStringLiteral("head %1")).arg(section);
+  }
+  if (role != Qt::DisplayRole) return {};
+  if (!m_labelled) {
+    return vertical || section % m_headLabelStep == 0 ? QVariant(QString::number(section))
+                                                      : QVariant();
+  }
+  return (vertical ? QStringLiteral("L%1") : QStringLiteral("H%1")).arg(section);
 }
 
 }  // namespace attnscope::dashboard

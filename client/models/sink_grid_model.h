@@ -12,6 +12,10 @@ namespace attnscope::dashboard {
 // holds the head's sink score (ValueRole, DisplayRole with two decimals,
 // BackgroundRole heatColor); layers that have not arrived are blank. The
 // tooltip lists the head's other statistics. Rows grow as layer events arrive.
+// Unlabelled (setLabelled(false), for grids too dense to print two decimals
+// in a cell, e.g. 12 x 12 in a narrow panel or Llama's 32 x 32), cells are
+// colour only (no DisplayRole; the value stays in ValueRole and the
+// tooltip) and the headers are bare numbers.
 class SinkGridModel : public QAbstractTableModel {
   Q_OBJECT
 
@@ -22,6 +26,13 @@ class SinkGridModel : public QAbstractTableModel {
 
   // The analysis to show (not owned; may be nullptr).
   void setAnalysis(PromptAnalysis* analysis);
+  // Whether cells print their value (default true).
+  void setLabelled(bool labelled);
+  bool isLabelled() const { return m_labelled; }
+  // Unlabelled grids name every step-th head in the horizontal header (the
+  // others are blank, their names in the tooltip), so that narrow columns'
+  // numbers do not run into each other. Default 1.
+  void setHeadLabelStep(int step);
 
   int rowCount(const QModelIndex& parent = QModelIndex()) const override;
   int columnCount(const QModelIndex& parent = QModelIndex()) const override;
@@ -37,6 +48,8 @@ class SinkGridModel : public QAbstractTableModel {
   QPointer<PromptAnalysis> m_analysis;
   int m_rows = 0;
   int m_columns = 0;
+  bool m_labelled = true;
+  int m_headLabelStep = 1;
 };
 
 }  // namespace attnscope::dashboard

@@ -1,5 +1,6 @@
 #include "client/ui/feed_panel.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -17,11 +18,14 @@ FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
       m_models(new QComboBox(this)),
       m_filter(new QLineEdit(this)),
       m_table(new QTableView(this)),
-      m_count(new QLabel(this)) {
+      m_count(new QLabel(this)),
+      m_follow(new QCheckBox(tr("Follow &latest"), this)) {
   setObjectName(QStringLiteral("feedPanel"));
   m_models->setObjectName(QStringLiteral("modelFilterCombo"));
   m_filter->setObjectName(QStringLiteral("feedFilterEdit"));
   m_table->setObjectName(QStringLiteral("feedTable"));
+  m_follow->setObjectName(QStringLiteral("followLatestCheck"));
+  m_follow->setToolTip(tr("Show each request as it finishes"));
   m_models->addItem(tr("All models"), QString());
   m_models->setSizeAdjustPolicy(QComboBox::AdjustToContents);
   m_filter->setPlaceholderText(tr("Filter prompts (Ctrl+L)"));
@@ -42,6 +46,7 @@ FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
   filters->addWidget(m_models);
   filters->addWidget(m_filter, 1);
   filters->addWidget(m_count);
+  filters->addWidget(m_follow);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(filters);
@@ -78,6 +83,21 @@ void FeedPanel::updateCount() {
 void FeedPanel::selectRow(int proxyRow) {
   m_table->selectRow(proxyRow);
   m_table->setCurrentIndex(m_proxy->index(proxyRow, FeedModel::Prompt));
+}
+
+void FeedPanel::setFollowing(bool follow) { m_follow->setChecked(follow); }
+
+bool FeedPanel::isFollowing() const { return m_follow->isChecked(); }
+
+void FeedPanel::onRequestFinished(int sourceRow) {
+  if (!m_follow->isChecked()) return;
+  const QModelIndex shown = m_proxy->mapFromSource(m_feed->index(sourceRow, FeedModel::Prompt));
+  if (!shown.isValid()) return;  // filtered out
+  if (m_table->currentIndex().row() == shown.row()) {
+    onCurrentChanged(shown);  // the row was selected while it ran: show it now
+    return;
+  }
+  selectRow(shown.row());
 }
 
 void FeedPanel::onCurrentChanged(const QModelIndex& current) {

@@ -6,6 +6,7 @@
 #include "client/models/feed_filter_proxy.h"
 #include "client/models/feed_model.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QLineEdit;
@@ -24,11 +25,18 @@ class FeedPanel : public QWidget {
   QTableView* table() const { return m_table; }
   QLineEdit* filterEdit() const { return m_filter; }
   QComboBox* modelCombo() const { return m_models; }
+  QCheckBox* followCheck() const { return m_follow; }
 
   // Selects the row at `proxyRow` of the filtered table.
   void selectRow(int proxyRow);
+  // Follow latest: each request that finishes (and passes the filters) is
+  // selected and shown as it ends.
+  void setFollowing(bool follow);
+  bool isFollowing() const;
 
  public Q_SLOTS:
+  // FeedModel::requestFinished: selects that row when following.
+  void onRequestFinished(int sourceRow);
   void addModelName(const QString& model);
   void setDropped(quint64 dropped);
 
@@ -46,6 +54,7 @@ class FeedPanel : public QWidget {
   QLineEdit* m_filter;
   QTableView* m_table;
   QLabel* m_count;
+  QCheckBox* m_follow;
 };
 
 }  // namespace attnscope::dashboard

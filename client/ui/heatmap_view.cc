@@ -1,6 +1,9 @@
 #include "client/ui/heatmap_view.h"
 
 #include <QHeaderView>
+#include <QKeyEvent>
+#include <QWheelEvent>
+#include <cmath>
 
 #include "client/ui/rotated_header_view.h"
 
@@ -31,14 +34,64 @@ void HeatmapView::setHeatmapModel(HeatmapModel* model) {
   resizeCells();
 }
 
+namespace {
+
+constexpr double kZoomStep = 1.25;
+constexpr int kMinCellPx = 1;
+constexpr int kMaxCellPx = 64;
+constexpr int kMinLabelledCellPx = 6;
+
+}  // namespace
+
 int HeatmapView::cellSize(int tokens) {
   if (tokens <= 16) return 34;
   if (tokens <= 32) return 20;
-  return qMax(8, 640 / tokens);
+  return qMax(2, 640 / tokens);
+}
+
+int HeatmapView::currentCellSize() const {
+  const int base = cellSize(m_model ? m_model->rowCount() : 0);
+  return qBound(kMinCellPx, qRound(base * m_zoom), kMaxCellPx);
+}
+
+void HeatmapView::setZoom(double zoom) {
+  const int base = cellSize(m_model ? m_model->rowCount() : 0);
+  const double lowest = double(kMinCellPx) / base;
+  const double highest = double(kMaxCellPx) / base;
+  m_zoom = qBound(lowest, zoom, highest);
+  resizeCells();
+}
+
+void HeatmapView::wheelEvent(QWheelEvent* event) {
+  if (!(event->modifiers() & Qt::ControlModifier)) {
+    QTableView::wheelEvent(event);
+    return;
+  }
+  const int steps = event->angleDelta().y() / 120;
+  if (steps != 0) setZoom(m_zoom * std::pow(kZoomStep, steps));
+  event->accept();
+}
+
+void HeatmapView::keyPressEvent(QKeyEvent* event) {
+  if (event->modifiers() & Qt::ControlModifier) {
+    if (event->key() == Qt::Key_Plus || event->key() == Qt::Key_Equal) {
+      setZoom(m_zoom * kZoomStep);
+      return;
+    }
+    if (event->key() == Qt::Key_Minus) {
+      setZoom(m_zoom / kZoomStep);
+      return;
+    }
+    if (event->key() == Qt::Key_0) {
+      setZoom(1.0);
+      return;
+    }
+  }
+  QTableView::keyPressEvent(event);
 }
 
 void HeatmapView::resizeCells() {
-  const int side = cellSize(m_model ? m_model->rowCount() : 0);
+  const int side = currentCellSize();
   horizontalHeader()->setMinimumSectionSize(qMin(side, 8));
   verticalHeader()->setMinimumSectionSize(qMin(side, 8));
   horizontalHeader()->setDefaultSectionSize(side);
@@ -49,6 +102,11 @@ void HeatmapView::resizeCells() {
   horizontalHeader()->setFont(small);
   verticalHeader()->setFont(small);
   horizontalHeader()->setFixedHeight(96);
+  // Token labels need a few pixels; below that the axes would be a smear, so
+  // they go and the cells' tooltips name query and key.
+  const bool labelled = side >= kMinLabelledCellPx;
+  horizontalHeader()->setVisible(labelled);
+  verticalHeader()->setVisible(labelled);
 }
 
 void HeatmapView::hoverRow(int row) {

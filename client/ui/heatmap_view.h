@@ -18,11 +18,21 @@ class HeatmapView : public QTableView {
   explicit HeatmapView(QWidget* parent = nullptr);
 
   void setHeatmapModel(HeatmapModel* model);
-  // The side of a cell in pixels for T tokens.
+  // The side of a cell in pixels for T tokens at zoom 1: the whole map
+  // about 640 px wide, at least 2 px a cell (T >= 512 scrolls).
   static int cellSize(int tokens);
+  // Multiplies the cell size (clamped so that a cell is 1..64 px). Ctrl+wheel
+  // and Ctrl+plus / Ctrl+minus zoom in and out around the default of 1.
+  void setZoom(double zoom);
+  double zoom() const { return m_zoom; }
+  // The side of a cell in pixels now. Below 6 px the token axes are hidden
+  // (each cell's tooltip still names its query and key).
+  int currentCellSize() const;
 
  protected:
   void leaveEvent(QEvent* event) override;
+  void wheelEvent(QWheelEvent* event) override;
+  void keyPressEvent(QKeyEvent* event) override;
 
  private:
   void resizeCells();
@@ -30,6 +40,7 @@ class HeatmapView : public QTableView {
 
   HeatmapModel* m_model = nullptr;
   QFont m_baseFont;  // cell fonts are scaled from it
+  double m_zoom = 1.0;
 };
 
 }  // namespace attnscope::dashboard

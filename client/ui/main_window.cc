@@ -10,6 +10,7 @@
 #include "client/ui/connection_indicator.h"
 #include "client/ui/feed_panel.h"
 #include "client/ui/prompt_view.h"
+#include "client/ui/trend_chart.h"
 
 namespace attnscope::dashboard {
 namespace {
@@ -83,12 +84,15 @@ void MainWindow::buildLayout() {
   m_sendPanel = new SendPanel;
   m_promptView = new PromptView;
   m_promptView->setAnalysis(m_analysis);
+  m_trendChart = new TrendChart;
   m_leftSplitter = new QSplitter(Qt::Vertical);
   m_leftSplitter->setObjectName(QStringLiteral("leftSplitter"));
   m_leftSplitter->addWidget(framed(tr("Live feed"), m_feedPanel));
+  m_leftSplitter->addWidget(m_trendChart);
   m_leftSplitter->addWidget(framed(tr("Send a prompt"), m_sendPanel));
-  m_leftSplitter->setStretchFactor(0, 1);
-  m_leftSplitter->setStretchFactor(1, 0);
+  m_leftSplitter->setStretchFactor(0, 3);
+  m_leftSplitter->setStretchFactor(1, 1);
+  m_leftSplitter->setStretchFactor(2, 0);
   m_mainSplitter = new QSplitter(Qt::Horizontal);
   m_mainSplitter->setObjectName(QStringLiteral("mainSplitter"));
   m_mainSplitter->addWidget(m_leftSplitter);
@@ -103,6 +107,8 @@ void MainWindow::buildLayout() {
   connect(m_feed, &FeedModel::modelSeen, m_feedPanel, &FeedPanel::addModelName);
   connect(m_feed, &FeedModel::droppedEventsChanged, m_feedPanel, &FeedPanel::setDropped);
   connect(m_sendPanel, &SendPanel::sendRequested, this, &MainWindow::onSend);
+  connect(m_feed, &FeedModel::requestFinished, this, &MainWindow::onFeedRequestFinished);
+  connect(m_promptView, &PromptView::headShown, this, &MainWindow::onHeadShown);
 }
 
 void MainWindow::wireConnection() {
@@ -159,46 +165,88 @@ QString MainWindow::fullPromptFor(const FeedRow& row) const {
 }
 
 void MainWindow::onRequestSelected(const FeedRow& row) {
-  if (row.promptPreview.isEmpty() && row.promptIds.isEmpty()) {
-    m_promptView->setNote(tr("The server never tokenized this prompt: nothing to re-analyze."),
-                          true);
-    return;
-  }
   m_generateTag = 0;
   m_generation.clear();
   m_feedTokens = row.rpc == QLatin1String("Generate") ? row.tokens : QVector<FeedToken>();
   m_feedPromptTokens = row.promptTokens;
-  // The feed carries the token ids of the whole prompt: re-analyze exactly
-  // those (the text, possibly cut to the preview, only labels the view).
+  m_waitingRequestId = 0;
   const QString text = row.promptPreview.isEmpty() ? QString() : fullPromptFor(row);
-  startAnalysis(text, row.model, row.promptIds);
-  if (row.promptIds.isEmpty() && text.size() >= 80 && text == row.promptPreview) {
-    m_promptView->setNote(
-        tr("Only the first 80 characters of this prompt are known: analyzing those."));
+  if (row.state == FeedRow::State::Running) {
+    leaveShown();
+    m_analysis->reset(text, row.model);
+    m_waitingRequestId = row.requestId;
+    m_promptView->setNote(tr("Still running: shown when it finishes."));
+    return;
+  }
+  if (row.state != FeedRow::State::Finished) {
+    leaveShown();
+    m_analysis->reset(text, row.model);
+    m_analysis->markFailed(row.state == FeedRow::State::Lost
+                               ? tr("the connection was lost before it finished")
+                               : QStringLiteral("%1: %2").arg(row.status, row.errorMessage));
+    return;
+  }
+  if (row.hasDetail()) {
+    showFeedDetail(row);
+    return;
+  }
+  if (row.promptIds.isEmpty()) {
+    m_promptView->setNote(tr("The server never tokenized this prompt: nothing to show."), true);
+    return;
+  }
+  // A generation (or a row too old to keep its details): the dashboard
+  // analyzes its exact token ids itself, with the row's options.
+  startAnalysis(text, row.model, row.promptIds, row.options, v1::REQUEST_ORIGIN_DASHBOARD);
+}
+
+void MainWindow::onFeedRequestFinished(int index) {
+  const FeedRow* row = m_feed->rowAt(index);
+  if (row == nullptr) return;
+  if (m_trends.add(*row)) m_trendChart->setTrends(m_trends.points());
+  if (m_feedPanel->isFollowing()) {
+    m_feedPanel->onRequestFinished(index);
+  } else if (m_waitingRequestId != 0 && row->requestId == m_waitingRequestId) {
+    onRequestSelected(*row);
   }
 }
 
 void MainWindow::onSend(const SendRequest& request) {
   if (request.generate) {
-    generateFromPrompt(request.text, request.model, request.maxNewTokens);
+    generateFromPrompt(request.text, request.model, request.maxNewTokens, request.ids);
   } else {
-    analyzePrompt(request.text, request.model);
+    analyzePrompt(request.text, request.model, request.ids);
   }
 }
 
-void MainWindow::analyzePrompt(const QString& text, const QString& model) {
+void MainWindow::analyzePrompt(const QString& text, const QString& model,
+                               const QVector<qint64>& ids) {
   m_generateTag = 0;
   m_generation.clear();
   m_feedTokens.clear();
-  rememberSent(text);
-  startAnalysis(text, model);
+  m_waitingRequestId = 0;
+  if (ids.isEmpty()) rememberSent(text);
+  startAnalysis(ids.isEmpty() ? text : QString(), model, ids, v1::AnalyzeOptions(),
+                v1::REQUEST_ORIGIN_UNSPECIFIED);
+  m_analyzeIsUsers = true;
 }
 
-void MainWindow::generateFromPrompt(const QString& text, const QString& model, int maxNewTokens) {
-  analyzePrompt(text, model);
+void MainWindow::generateFromPrompt(const QString& text, const QString& model, int maxNewTokens,
+                                    const QVector<qint64>& ids) {
+  m_generation.clear();
+  m_feedTokens.clear();
+  m_waitingRequestId = 0;
+  if (ids.isEmpty()) rememberSent(text);
+  // The prompt's own analysis is the dashboard's: the user asked to generate.
+  startAnalysis(ids.isEmpty() ? text : QString(), model, ids, v1::AnalyzeOptions(),
+                v1::REQUEST_ORIGIN_DASHBOARD);
+  m_analyzeIsUsers = true;  // its progress and errors go to the send panel
   v1::GenerateRequest request;
   request.set_model(model.toStdString());
-  request.set_text(text.toStdString());
+  if (ids.isEmpty()) {
+    request.set_text(text.toStdString());
+  } else {
+    for (const qint64 id : ids) request.mutable_ids()->add_ids(id);
+  }
   request.set_max_new_tokens(maxNewTokens);
   const quint64 tag = ++m_nextTag;
   m_generateTag = tag;
@@ -209,8 +257,11 @@ void MainWindow::generateFromPrompt(const QString& text, const QString& model, i
 }
 
 void MainWindow::reanalyze() {
-  if (m_analysis->promptText().isEmpty()) return;
-  startAnalysis(m_analysis->promptText(), m_analysis->model());
+  if (!m_analysis->hasTokens() && m_analysis->promptText().isEmpty()) return;
+  const QString text = m_analysis->promptText();
+  startAnalysis(text, m_analysis->model(), m_shownIds, m_shownOptions,
+                v1::REQUEST_ORIGIN_UNSPECIFIED);
+  m_analyzeIsUsers = true;
 }
 
 void MainWindow::rememberSent(const QString& text) {
@@ -220,13 +271,21 @@ void MainWindow::rememberSent(const QString& text) {
 }
 
 void MainWindow::startAnalysis(const QString& text, const QString& model,
-                               const QVector<qint64>& ids) {
-  Connection* connection = m_connection;
-  const quint64 previous = m_analyzeTag;
+                               const QVector<qint64>& ids, const v1::AnalyzeOptions& options,
+                               v1::RequestOrigin origin) {
+  // A previous analysis the dashboard made for itself is no longer needed;
+  // a user's own send runs on (it is in the feed) but is no longer shown.
+  if (!m_analyzeIsUsers) cancelCall(m_analyzeTag);
+  cancelCall(m_attentionTag);
   const quint64 tag = ++m_nextTag;
   m_analyzeTag = tag;
-  m_analysis->reset(text, model);
+  m_analyzeIsUsers = false;
+  m_analysis->reset(text.isEmpty() && !ids.isEmpty() ? tr("(%n token ids)", "", ids.size()) : text,
+                    model);
   m_entropy.clear();
+  m_shownIds = ids;
+  m_shownModel = model;
+  m_shownOptions = options;
   v1::AnalyzeRequest request;
   request.set_model(model.toStdString());
   if (ids.isEmpty()) {
@@ -234,25 +293,56 @@ void MainWindow::startAnalysis(const QString& text, const QString& model,
   } else {
     for (const qint64 id : ids) request.mutable_ids()->add_ids(id);
   }
-  request.mutable_options()->set_return_attention(true);  // every layer and head
+  *request.mutable_options() = options;
+  // Heads are fetched one at a time, on demand.
+  request.mutable_options()->set_return_attention(false);
+  request.mutable_options()->clear_attention_layers();
+  request.mutable_options()->clear_attention_heads();
+  request.set_origin(origin);
+  Connection* connection = m_connection;
   QMetaObject::invokeMethod(
-      connection,
-      [connection, previous, tag, request] {
-        if (previous != 0) connection->cancel(previous);
-        connection->analyze(tag, request);
-      },
+      connection, [connection, tag, request] { connection->analyze(tag, request); },
       Qt::QueuedConnection);
 }
 
 void MainWindow::onAnalyzeEvent(quint64 tag, const v1::AnalyzeEvent& event) {
+  if (tag != 0 && tag == m_attentionTag) {
+    onAttentionEvent(event);
+    return;
+  }
   if (tag != m_analyzeTag) return;  // a request the user has moved on from
   m_analysis->addEvent(event);
-  if (event.has_summary()) rebuildEntropy();
+  if (event.has_tokens()) {
+    m_shownIds = QVector<qint64>(event.tokens().ids().begin(), event.tokens().ids().end());
+    if (m_analyzeIsUsers)
+      m_sendPanel->setStatus(tr("analyzing %n token(s)…", "", event.tokens().ids_size()));
+  }
+  if (event.has_summary()) {
+    rebuildEntropy();
+    if (m_analyzeIsUsers) {
+      m_sendPanel->setStatus(tr("done: %n token(s), health %1", "", m_analysis->tokenCount())
+                                 .arg(event.summary().health(), 0, 'f', 1));
+    }
+    onHeadShown(m_promptView->heatmapModel()->layer(), m_promptView->heatmapModel()->head());
+  }
 }
 
 void MainWindow::onAnalyzeFinished(quint64 tag, bool ok, const QString& error) {
+  if (tag != 0 && tag == m_attentionTag) {
+    m_attentionTag = 0;
+    if (!ok && !error.startsWith(QLatin1String("CANCELLED"))) {
+      m_promptView->setNote(tr("Fetching head L%1 H%2 failed: %3")
+                                .arg(m_attentionHead.first)
+                                .arg(m_attentionHead.second)
+                                .arg(error),
+                            true);
+    }
+    return;
+  }
   if (tag != m_analyzeTag || ok) return;
+  m_analysis->markFailed(error);
   m_promptView->setNote(tr("Analyze failed: %1").arg(error), true);
+  if (m_analyzeIsUsers) m_sendPanel->setStatus(tr("Analyze failed: %1").arg(error), true);
 }
 
 void MainWindow::onGenerateEvent(quint64 tag, const v1::GenerateEvent& event) {
@@ -267,8 +357,13 @@ void MainWindow::onGenerateEvent(quint64 tag, const v1::GenerateEvent& event) {
 }
 
 void MainWindow::onGenerateFinished(quint64 tag, bool ok, const QString& error) {
-  if (tag != m_generateTag || ok) return;
+  if (tag != m_generateTag) return;
+  if (ok) {
+    m_sendPanel->setStatus(tr("generated %n token(s)", "", m_generation.tokens().size()));
+    return;
+  }
   m_promptView->setNote(tr("Generate failed: %1").arg(error), true);
+  m_sendPanel->setStatus(tr("Generate failed: %1").arg(error), true);
 }
 
 void MainWindow::rebuildEntropy() {

@@ -11,6 +11,7 @@
 #include "client/models/feed_model.h"
 #include "client/models/generation_trace.h"
 #include "client/models/prompt_analysis.h"
+#include "client/models/request_trends.h"
 #include "client/ui/send_panel.h"
 
 class QSplitter;
@@ -20,9 +21,15 @@ namespace attnscope::dashboard {
 class ConnectionIndicator;
 class FeedPanel;
 class PromptView;
+class TrendChart;
 
 // Owns the Connection (on a worker thread of its own) and the models; the
 // GUI thread only ever posts requests to it and handles its signals.
+// Selecting a finished analysis in the feed shows what the feed carried
+// (tokens, layers, summary: no new analysis); the one head shown in the
+// heatmap is fetched on demand with the row's own options, marked as the
+// dashboard's own request (origin DASHBOARD), which the feed does not show
+// and the metrics count apart.
 // Persists the server address, window geometry and splitter states with
 // QSettings (organization "attnscope", application "dashboard").
 class MainWindow : public QMainWindow {
@@ -49,15 +56,23 @@ class MainWindow : public QMainWindow {
   FeedPanel* feedPanel() const { return m_feedPanel; }
   SendPanel* sendPanel() const { return m_sendPanel; }
   PromptView* promptView() const { return m_promptView; }
+  TrendChart* trendChart() const { return m_trendChart; }
+  const RequestTrends& trends() const { return m_trends; }
+  // Attention fetches this window has started (one per head shown).
+  int attentionFetches() const { return m_attentionFetches; }
   ConnectionIndicator* connectionIndicator() const { return m_indicator; }
 
  public Q_SLOTS:
   // Reconnects to host:port and remembers it.
   void setServerAddress(const QString& address);
-  // Runs Analyze with every layer's and head's attention and shows it.
-  void analyzePrompt(const QString& text, const QString& model = QString());
-  // Analyzes the prompt and generates up to maxNewTokens after it.
-  void generateFromPrompt(const QString& text, const QString& model, int maxNewTokens);
+  // Runs Analyze (a user request; token ids instead of the text when given)
+  // and shows it; the heatmap's head is fetched once the summary is in.
+  void analyzePrompt(const QString& text, const QString& model = QString(),
+                     const QVector<qint64>& ids = {});
+  // Generates up to maxNewTokens after the prompt, and analyzes the prompt
+  // as the dashboard's own request.
+  void generateFromPrompt(const QString& text, const QString& model, int maxNewTokens,
+                          const QVector<qint64>& ids = {});
   // F5: analyzes the shown prompt again.
   void reanalyze();
   void openSettings();
@@ -82,9 +97,24 @@ class MainWindow : public QMainWindow {
   void onGenerateEvent(quint64 tag, const attnscope::v1::GenerateEvent& event);
   void onGenerateFinished(quint64 tag, bool ok, const QString& error);
   void onSend(const SendRequest& request);
-  // Analyzes `text`, or the token ids when given (then `text` only labels it).
-  void startAnalysis(const QString& text, const QString& model,
-                     const QVector<qint64>& ids = {});
+  void onFeedRequestFinished(int row);
+  // Analyzes `text`, or the token ids when given (then `text` only labels
+  // it), with `options` (no attention: heads are fetched on demand).
+  void startAnalysis(const QString& text, const QString& model, const QVector<qint64>& ids,
+                     const attnscope::v1::AnalyzeOptions& options,
+                     attnscope::v1::RequestOrigin origin);
+
+  // main_window_detail.cc: what the prompt view shows, fetched on demand.
+  // Shows a finished feed row from what the feed carried.
+  void showFeedDetail(const FeedRow& row);
+  // The heatmap shows (layer, head): fetch its weights unless present.
+  void onHeadShown(int layer, int head);
+  void fetchAttention(int layer, int head);
+  void onAttentionEvent(const attnscope::v1::AnalyzeEvent& event);
+  void cancelCall(quint64 tag);
+  // Stops showing the current prompt's requests: cancels the dashboard's own
+  // analysis and head fetch (a user's send runs on; it is in the feed).
+  void leaveShown();
   void rebuildEntropy();
   void rememberSent(const QString& text);
   QString fullPromptFor(const FeedRow& row) const;
@@ -110,6 +140,8 @@ class MainWindow : public QMainWindow {
   SendPanel* m_sendPanel = nullptr;
   PromptView* m_promptView = nullptr;
   ConnectionIndicator* m_indicator = nullptr;
+  TrendChart* m_trendChart = nullptr;
+  RequestTrends m_trends;
   QSplitter* m_mainSplitter = nullptr;
   QSplitter* m_leftSplitter = nullptr;
   QString m_server;
@@ -117,7 +149,16 @@ class MainWindow : public QMainWindow {
   int m_subscriptions = 0;
   quint64 m_nextTag = 0;
   quint64 m_analyzeTag = 0;
+  bool m_analyzeIsUsers = false;  // m_analyzeTag is a send from the send panel
   quint64 m_generateTag = 0;
+  quint64 m_attentionTag = 0;
+  QPair<int, int> m_attentionHead{-1, -1};
+  int m_attentionFetches = 0;
+  // The prompt shown: its exact token ids, model and options, for fetches.
+  QVector<qint64> m_shownIds;
+  QString m_shownModel;
+  attnscope::v1::AnalyzeOptions m_shownOptions;
+  quint64 m_waitingRequestId = 0;  // a running feed row selected: show it when it ends
   QStringList m_sentPrompts;  // full texts sent from here, newest first
   bool m_shutDown = false;
   bool m_splittersRestored = false;

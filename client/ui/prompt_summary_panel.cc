@@ -51,6 +51,7 @@ void PromptSummaryPanel::setAnalysis(PromptAnalysis* analysis) {
   connect(analysis, &PromptAnalysis::tokensReady, this, &PromptSummaryPanel::refresh);
   connect(analysis, &PromptAnalysis::summaryReady, this, &PromptSummaryPanel::refresh);
   connect(analysis, &PromptAnalysis::rejected, this, &PromptSummaryPanel::refresh);
+  connect(analysis, &PromptAnalysis::failed, this, &PromptSummaryPanel::refresh);
   refresh();
 }
 
@@ -73,11 +74,18 @@ void PromptSummaryPanel::refresh() {
                                            .arg(m_analysis->model().toHtmlEscaped(),
                                                 promptPreviewLine(prompt, 160).toHtmlEscaped()));
   if (summary == nullptr) {
-    const bool waiting = m_analysis && !prompt.isEmpty();
+    const bool failed = m_analysis && !m_analysis->failure().isEmpty();
+    const bool waiting = m_analysis && !prompt.isEmpty() && !failed;
     m_health->setText(waiting ? tr("…") : QStringLiteral("–"));
     m_health->setStyleSheet(QStringLiteral("font-size: 26pt; color: #777;"));
-    m_sinks->setText(waiting ? tr("analyzing %1 tokens…").arg(m_analysis->tokenCount())
-                             : QString());
+    if (failed) {
+      m_sinks->setText(tr("<span style='color:#c62828'><b>Failed:</b> %1</span>")
+                           .arg(m_analysis->failure().toHtmlEscaped()));
+    } else if (waiting && m_analysis->hasTokens()) {
+      m_sinks->setText(tr("analyzing %1 tokens…").arg(m_analysis->tokenCount()));
+    } else {
+      m_sinks->setText(waiting ? tr("waiting for the server…") : QString());
+    }
     m_structural->clear();
     m_details->setText(m_analysis && !m_analysis->errors().isEmpty()
                            ? tr("<span style='color:#c62828'>%1</span>")

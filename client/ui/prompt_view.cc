@@ -1,5 +1,7 @@
 #include "client/ui/prompt_view.h"
 
+#include <QEvent>
+#include <QFontMetrics>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -14,8 +16,17 @@
 #include "client/ui/heatmap_view.h"
 #include "client/ui/norm_chart.h"
 #include "client/ui/prompt_summary_panel.h"
+#include "client/ui/rotated_header_view.h"
 
 namespace attnscope::dashboard {
+namespace {
+
+// The narrowest cell that still prints "0.00" legibly, and the smallest cell.
+constexpr int kLabelledCellWidth = 36;
+constexpr int kLabelledCellHeight = 18;
+constexpr int kMinCell = 6;
+
+}  // namespace
 
 PromptView::PromptView(QWidget* parent)
     : QWidget(parent),
@@ -53,6 +64,7 @@ PromptView::PromptView(QWidget* parent)
   layout->addWidget(m_summary);
   layout->addWidget(m_vertical, 1);
   connect(m_heatmap, &HeatmapModel::headChanged, this, &PromptView::updateHeatmapCaption);
+  connect(m_heatmap, &HeatmapModel::headChanged, this, &PromptView::headShown);
 }
 
 QWidget* PromptView::buildHeatmapPanel() {
@@ -88,19 +100,54 @@ QWidget* PromptView::buildSinkGridPanel() {
   box->setToolTip(tr("Click a cell to open that head in the heatmap"));
   m_sinkGridView = new QTableView(box);
   m_sinkGridView->setObjectName(QStringLiteral("sinkGridView"));
+  // Head numbers run upwards, so that even 32 narrow columns name each head.
+  m_sinkGridView->setHorizontalHeader(new RotatedHeaderView(m_sinkGridView));
   m_sinkGridView->setModel(m_sinkGrid);
   m_sinkGridView->setItemDelegate(new HeatCellDelegate(m_sinkGridView));
   m_sinkGridView->setEditTriggers(QAbstractItemView::NoEditTriggers);
   m_sinkGridView->setSelectionMode(QAbstractItemView::SingleSelection);
   m_sinkGridView->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
   m_sinkGridView->verticalHeader()->setSectionResizeMode(QHeaderView::Stretch);
-  m_sinkGridView->horizontalHeader()->setMinimumSectionSize(28);
-  m_sinkGridView->verticalHeader()->setMinimumSectionSize(18);
+  m_sinkGridView->horizontalHeader()->setMinimumSectionSize(kMinCell);
+  m_sinkGridView->verticalHeader()->setMinimumSectionSize(kMinCell);
+  m_sinkGridView->setMouseTracking(true);  // tooltips carry the values of colour-only cells
+  m_sinkGridView->installEventFilter(this);
+  connect(m_sinkGrid, &QAbstractItemModel::rowsInserted, this, &PromptView::fitSinkGrid);
+  connect(m_sinkGrid, &QAbstractItemModel::columnsInserted, this, &PromptView::fitSinkGrid);
+  connect(m_sinkGrid, &QAbstractItemModel::modelReset, this, &PromptView::fitSinkGrid);
   auto* layout = new QVBoxLayout(box);
   layout->addWidget(m_sinkGridView);
   connect(m_sinkGridView, &QAbstractItemView::clicked, this,
           [this](const QModelIndex& index) { openHead(index.row(), index.column()); });
   return box;
+}
+
+bool PromptView::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == m_sinkGridView && event->type() == QEvent::Resize) fitSinkGrid();
+  return QWidget::eventFilter(watched, event);
+}
+
+void PromptView::fitSinkGrid() {
+  const int rows = m_sinkGrid->rowCount();
+  const int columns = m_sinkGrid->columnCount();
+  if (rows == 0 || columns == 0) return;
+  QHeaderView* top = m_sinkGridView->horizontalHeader();
+  QHeaderView* side = m_sinkGridView->verticalHeader();
+  // The room the cells get once the row header is drawn (~3 characters).
+  const int width = m_sinkGridView->width() - side->width() - 4;
+  const int height = m_sinkGridView->height() - top->height() - 4;
+  const bool labelled =
+      width / columns >= kLabelledCellWidth && height / rows >= kLabelledCellHeight;
+  m_sinkGrid->setLabelled(labelled);
+  QFont font = m_sinkGridView->font();
+  if (!labelled) font.setPointSizeF(qMax(6.0, font.pointSizeF() * 0.75));
+  top->setFont(font);
+  side->setFont(font);
+  // The header's numbers run upwards: each needs a line's height of width.
+  // Columns narrower than that name every step-th head.
+  const int label = QFontMetrics(font).height();
+  const int cell = qMax(1, width / columns);
+  m_sinkGrid->setHeadLabelStep(labelled ? 1 : (label + cell - 1) / cell);
 }
 
 void PromptView::setAnalysis(PromptAnalysis* analysis) {

@@ -48,7 +48,18 @@ class PromptView : public QWidget {
   // Shows head (layer, head) in the heatmap.
   void openHead(int layer, int head);
 
+ Q_SIGNALS:
+  // The heatmap now shows (layer, head): fetch its weights if missing.
+  void headShown(int layer, int head);
+
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
  private:
+  // Cells print their values only where two decimals fit; denser grids
+  // (12 x 12 in a narrow panel, 32 x 32) are colour only with small numeric
+  // headers, and never cut columns off.
+  void fitSinkGrid();
   QWidget* buildHeatmapPanel();
   QWidget* buildSinkGridPanel();
   void onLayerAdded();

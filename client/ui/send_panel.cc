@@ -1,5 +1,6 @@
 #include "client/ui/send_panel.h"
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -8,6 +9,8 @@
 #include <QRadioButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
+
+#include "client/models/token_ids.h"
 
 namespace attnscope::dashboard {
 
@@ -18,12 +21,21 @@ SendPanel::SendPanel(QWidget* parent)
       m_analyze(new QRadioButton(tr("&Analyze"), this)),
       m_generate(new QRadioButton(tr("&Generate"), this)),
       m_budget(new QSpinBox(this)),
-      m_send(new QPushButton(tr("Send  (Ctrl+Return)"), this)) {
+      m_send(new QPushButton(tr("Send  (Ctrl+Return)"), this)),
+      m_ids(new QCheckBox(tr("token &ids"), this)),
+      m_status(new QLabel(this)) {
   setObjectName(QStringLiteral("sendPanel"));
   m_prompt->setObjectName(QStringLiteral("promptEdit"));
   m_model->setObjectName(QStringLiteral("sendModelCombo"));
   m_send->setObjectName(QStringLiteral("sendButton"));
   m_budget->setObjectName(QStringLiteral("budgetSpin"));
+  m_ids->setObjectName(QStringLiteral("tokenIdsCheck"));
+  m_ids->setToolTip(
+      tr("The prompt box holds token ids separated by commas or spaces "
+         "(for checkpoints without a tokenizer)"));
+  m_status->setObjectName(QStringLiteral("sendStatus"));
+  m_status->setWordWrap(true);
+  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_prompt->setPlaceholderText(tr("Type a prompt, then Ctrl+Return"));
   m_prompt->setTabChangesFocus(true);
   m_prompt->setMaximumHeight(m_prompt->fontMetrics().height() * 5);
@@ -38,13 +50,19 @@ SendPanel::SendPanel(QWidget* parent)
   options->addWidget(m_analyze);
   options->addWidget(m_generate);
   options->addWidget(m_budget);
+  options->addWidget(m_ids);
   options->addStretch(1);
   options->addWidget(m_send);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(m_prompt);
   layout->addLayout(options);
+  layout->addWidget(m_status);
   connect(m_generate, &QRadioButton::toggled, m_budget, &QSpinBox::setEnabled);
+  connect(m_ids, &QCheckBox::toggled, this, [this](bool ids) {
+    m_prompt->setPlaceholderText(ids ? tr("Token ids, e.g. 50256, 464, 3797, then Ctrl+Return")
+                                     : tr("Type a prompt, then Ctrl+Return"));
+  });
   connect(m_send, &QPushButton::clicked, this, &SendPanel::send);
 }
 
@@ -55,22 +73,55 @@ void SendPanel::setGenerate(bool generate, int maxNewTokens) {
   if (maxNewTokens > 0) m_budget->setValue(maxNewTokens);
 }
 
-SendRequest SendPanel::currentRequest() const {
-  return {m_prompt->toPlainText(), m_model->currentData().toString(), m_generate->isChecked(),
-          m_budget->value()};
+void SendPanel::setTokenIds(bool ids) { m_ids->setChecked(ids); }
+
+bool SendPanel::isTokenIds() const { return m_ids->isChecked(); }
+
+SendRequest SendPanel::currentRequest(QString* error) const {
+  SendRequest request;
+  request.text = m_prompt->toPlainText();
+  request.model = m_model->currentData().toString();
+  request.generate = m_generate->isChecked();
+  request.maxNewTokens = m_budget->value();
+  if (m_ids->isChecked()) {
+    QString problem;
+    if (!parseTokenIds(request.text, &request.ids, &problem, m_vocab.value(request.model, 0))) {
+      if (error != nullptr) *error = problem;
+      return SendRequest();
+    }
+  }
+  return request;
 }
 
 void SendPanel::send() {
-  const SendRequest request = currentRequest();
-  if (request.text.trimmed().isEmpty()) return;
+  if (m_prompt->toPlainText().trimmed().isEmpty()) return;
+  QString error;
+  const SendRequest request = currentRequest(&error);
+  if (!error.isEmpty()) {
+    setStatus(error, true);
+    return;
+  }
+  setStatus(request.generate ? tr("sent: generating…") : tr("sent: analyzing…"));
   Q_EMIT sendRequested(request);
 }
+
+void SendPanel::setStatus(const QString& text, bool isError) {
+  m_status->setText(text);
+  m_status->setStyleSheet(isError ? QStringLiteral("color: #c62828;")
+                                  : QStringLiteral("color: #555;"));
+}
+
+QString SendPanel::statusText() const { return m_status->text(); }
 
 void SendPanel::setModels(const attnscope::v1::ListModelsResponse& models) {
   const QString current = m_model->currentData().toString();
   while (m_model->count() > 1) m_model->removeItem(1);
+  m_vocab.clear();
   for (const attnscope::v1::ModelInfo& info : models.models()) {
     const QString name = QString::fromStdString(info.name());
+    m_vocab.insert(name, info.vocab_size());
+    // The server's default model is the first it lists.
+    if (m_vocab.size() == 1) m_vocab.insert(QString(), info.vocab_size());
     m_model->addItem(QStringLiteral("%1 (%2 layers × %3 heads)")
                          .arg(name)
                          .arg(info.num_layers())

@@ -2,11 +2,16 @@
 // a token budget.
 #pragma once
 
+#include <QMap>
+#include <QString>
+#include <QVector>
 #include <QWidget>
 
 #include "attnscope/v1/attnscope.pb.h"
 
+class QCheckBox;
 class QComboBox;
+class QLabel;
 class QPlainTextEdit;
 class QPushButton;
 class QRadioButton;
@@ -15,7 +20,8 @@ class QSpinBox;
 namespace attnscope::dashboard {
 
 struct SendRequest {
-  QString text;
+  QString text;         // the prompt, or (ids) the ids as typed
+  QVector<qint64> ids;  // token ids instead of text (non-empty: send these)
   QString model;  // empty: the server's default
   bool generate = false;
   int maxNewTokens = 0;  // when generating
@@ -30,12 +36,22 @@ class SendPanel : public QWidget {
   QPlainTextEdit* promptEdit() const { return m_prompt; }
   void setPromptText(const QString& text);
   void setGenerate(bool generate, int maxNewTokens = 0);
-  // The request the panel would send now.
-  SendRequest currentRequest() const;
+  // Whether the prompt box holds token ids ("464, 3797, 3332").
+  void setTokenIds(bool ids);
+  bool isTokenIds() const;
+  // The request the panel would send now (ids parsed when in ids mode;
+  // *error set and an empty request when they do not parse).
+  SendRequest currentRequest(QString* error = nullptr) const;
+  // The line under the prompt: what the last send is doing, or why it failed.
+  QString statusText() const;
+  QLabel* statusLabel() const { return m_status; }
 
  public Q_SLOTS:
-  // Emits sendRequested unless the prompt is empty.
+  // Emits sendRequested unless the prompt is empty; ids that do not parse are
+  // reported in the status line and nothing is sent.
   void send();
+  // Shows `text` in the status line, red when it is an error.
+  void setStatus(const QString& text, bool isError = false);
   void setModels(const attnscope::v1::ListModelsResponse& models);
 
  Q_SIGNALS:
@@ -48,6 +64,9 @@ class SendPanel : public QWidget {
   QRadioButton* m_generate;
   QSpinBox* m_budget;
   QPushButton* m_send;
+  QCheckBox* m_ids;
+  QLabel* m_status;
+  QMap<QString, qint64> m_vocab;  // model name -> vocabulary size ("" = default)
 };
 
 }  // namespace attnscope::dashboard

@@ -28,11 +28,13 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -132,7 +134,7 @@ struct MetricsServer::Impl {
   Fd wake_read;  // Readable once the server is stopping.
   Fd wake_write;
   int port = 0;
-  std::shared_ptr<prometheus::Registry> registry;
+  std::function<std::vector<prometheus::MetricFamily>()> collect;
   std::thread thread;
 
   ~Impl() {
@@ -217,9 +219,7 @@ struct MetricsServer::Impl {
     }
   }
 
-  std::string Exposition() const {
-    return prometheus::TextSerializer().Serialize(registry->Collect());
-  }
+  std::string Exposition() const { return prometheus::TextSerializer().Serialize(collect()); }
 };
 
 MetricsServer::MetricsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -238,7 +238,7 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) return absl::InternalError(ErrnoText("pipe2"));
   impl->wake_read = Fd(pipe_fds[0]);
   impl->wake_write = Fd(pipe_fds[1]);
-  impl->registry = metrics.registry();
+  impl->collect = metrics.Collector();
   try {
     // A default-sized stack (see the top of this file for why not civetweb's).
     impl->thread = std::thread([raw = impl.get()] { raw->Run(); });

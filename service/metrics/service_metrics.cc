@@ -11,6 +11,10 @@
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
+#include "service/metrics/process_metrics.h"
+
+// ATTNSCOPE_BUILD_VERSION and ATTNSCOPE_BUILD_REVISION, written at build time.
+#include "build_info.h"
 
 namespace attnscope::metrics {
 namespace {
@@ -36,6 +40,15 @@ constexpr double kSinkBuckets[] = {0, 1, 2, 3, 4, 5, 8, 16, 32, 64};
 constexpr double kFractionBuckets[] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0};
 // maxnorm[0] / median maxnorm: GPT-2 small is about 12 on ordinary text.
 constexpr double kRatioBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+
+// Seconds waiting for a model slot: none at all (the usual case) up to a
+// request that waited out a long generation.
+constexpr double kQueueWaitBuckets[] = {0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5,
+                                        1,      2.5,   5,     10,   30,   60,  120};
+
+const char* OriginLabel(ServiceMetrics::Origin origin) {
+  return origin == ServiceMetrics::Origin::kDashboard ? "dashboard" : "user";
+}
 
 template <std::size_t N>
 Histogram::BucketBoundaries Buckets(const double (&bounds)[N]) {
@@ -71,10 +84,16 @@ struct ServiceMetrics::Impl {
   Families families;  // Filled by the initializers below, in their order.
   Family<Counter>& requests =
       CounterFamily(*registry, families, "attnscope_requests_total",
-                    "Finished RPCs by method (rpc) and gRPC status code name (code).");
+                    "Finished RPCs by method (rpc), model, origin (user or dashboard) and gRPC "
+                    "status code name (code).");
   Family<Histogram>& request_duration = HistogramFamily(
       *registry, families, "attnscope_request_duration_seconds",
-      "Wall time of a finished RPC, from receiving the request to sending its status, by rpc.");
+      "Wall time of a finished RPC, from receiving the request to sending its status, by "
+      "rpc, model and origin.");
+  Family<Histogram>& queue_wait = HistogramFamily(
+      *registry, families, "attnscope_queue_wait_seconds",
+      "Time an admitted request waited for a free model slot before running, by model and "
+      "origin.");
   Family<Histogram>& first_event = HistogramFamily(
       *registry, families, "attnscope_time_to_first_event_seconds",
       "Time from receiving a streaming request to writing its first event, by rpc.");
@@ -115,6 +134,9 @@ struct ServiceMetrics::Impl {
       *registry, families, "attnscope_next_token_entropy",
       "Next-token entropy divided by log(vocabulary size) (0..1) of each prompt position or "
       "generated token, by model.");
+  Family<Gauge>& build_info =
+      GaugeFamily(*registry, families, "attnscope_build_info",
+                  "Always 1; its labels name the server's version and git revision.");
   Family<Gauge>& model_info =
       GaugeFamily(*registry, families, "attnscope_model_info",
                   "Always 1; its labels describe a served model (architecture and dimensions).");
@@ -123,19 +145,36 @@ struct ServiceMetrics::Impl {
   Gauge& queued_gauge = queued.Add({});
   Gauge& subscribers_gauge = subscribers.Add({});
   Counter& dropped_counter = dropped.Add({});
+  Gauge& build_info_gauge = build_info.Add(
+      {{"version", ATTNSCOPE_BUILD_VERSION}, {"revision", ATTNSCOPE_BUILD_REVISION}});
 
   std::mutex model_info_mutex;
   std::map<std::string, Gauge*> model_info_by_model;  // Guarded by model_info_mutex.
 };
 
-ServiceMetrics::ServiceMetrics() : impl_(std::make_unique<Impl>()) {}
+ServiceMetrics::ServiceMetrics() : impl_(std::make_unique<Impl>()) {
+  impl_->build_info_gauge.Set(1);
+  for (const ProcessFamilyInfo& info : ProcessFamilyInfos()) {
+    impl_->families.push_back({info.name, info.type, info.help});
+  }
+}
 
 ServiceMetrics::~ServiceMetrics() = default;
 
-void ServiceMetrics::RecordRequest(const std::string& rpc, const std::string& code,
-                                   double seconds) {
-  impl_->requests.Add({{"rpc", rpc}, {"code", code}}).Increment();
-  impl_->request_duration.Add({{"rpc", rpc}}, Buckets(kLatencyBuckets)).Observe(seconds);
+void ServiceMetrics::RecordRequest(const std::string& rpc, const std::string& model, Origin origin,
+                                   const std::string& code, double seconds) {
+  const char* from = OriginLabel(origin);
+  impl_->requests.Add({{"rpc", rpc}, {"model", model}, {"origin", from}, {"code", code}})
+      .Increment();
+  impl_->request_duration
+      .Add({{"rpc", rpc}, {"model", model}, {"origin", from}}, Buckets(kLatencyBuckets))
+      .Observe(seconds);
+}
+
+void ServiceMetrics::RecordQueueWait(const std::string& model, Origin origin, double seconds) {
+  impl_->queue_wait
+      .Add({{"model", model}, {"origin", OriginLabel(origin)}}, Buckets(kQueueWaitBuckets))
+      .Observe(seconds);
 }
 
 void ServiceMetrics::RecordFirstEvent(const std::string& rpc, double seconds) {
@@ -212,6 +251,16 @@ void ServiceMetrics::SetModelInfo(const std::string& model, const std::string& a
 }
 
 std::shared_ptr<prometheus::Registry> ServiceMetrics::registry() const { return impl_->registry; }
+
+std::function<std::vector<prometheus::MetricFamily>()> ServiceMetrics::Collector() const {
+  return [registry = impl_->registry] {
+    std::vector<prometheus::MetricFamily> families = registry->Collect();
+    for (prometheus::MetricFamily& family : ProcessFamilies(ReadProcessSample())) {
+      families.push_back(std::move(family));
+    }
+    return families;
+  };
+}
 
 const std::vector<ServiceMetrics::FamilyInfo>& ServiceMetrics::families() const {
   return impl_->families;

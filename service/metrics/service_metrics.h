@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 
 namespace prometheus {
 class Registry;
+struct MetricFamily;
 }
 
 namespace attnscope::metrics {
@@ -27,9 +29,20 @@ class ServiceMetrics {
   ServiceMetrics(const ServiceMetrics&) = delete;
   ServiceMetrics& operator=(const ServiceMetrics&) = delete;
 
-  // A finished RPC: rpc in {ListModels, Analyze, Generate, Subscribe}, code a
-  // gRPC status code name ("OK", "INVALID_ARGUMENT", ...).
-  void RecordRequest(const std::string& rpc, const std::string& code, double seconds);
+  // Where a request came from (label origin): a user, or a dashboard fetching
+  // details of a request it already shows.
+  enum class Origin { kUser, kDashboard };
+
+  // A finished RPC: rpc in {ListModels, Analyze, Generate, Subscribe}, model
+  // a served model's name ("" when the request named none that is served, and
+  // for ListModels), code a gRPC status code name ("OK", "INVALID_ARGUMENT",
+  // ...). Counts attnscope_requests_total{rpc,model,origin,code} and observes
+  // attnscope_request_duration_seconds{rpc,model,origin}.
+  void RecordRequest(const std::string& rpc, const std::string& model, Origin origin,
+                     const std::string& code, double seconds);
+  // Seconds a request waited for a free model slot before it ran
+  // (attnscope_queue_wait_seconds{model,origin}); only requests that got one.
+  void RecordQueueWait(const std::string& model, Origin origin, double seconds);
   // Time from receiving a streaming request to its first event.
   void RecordFirstEvent(const std::string& rpc, double seconds);
   // Tokens of one prompt after tokenization (attnscope_prompt_tokens).
@@ -58,8 +71,14 @@ class ServiceMetrics {
   void SetModelInfo(const std::string& model, const std::string& architecture, int64_t layers,
                     int64_t heads, int64_t width, int64_t vocab, int64_t positions);
 
-  // The registry holding every family (shared: outlives this object if held).
+  // The registry holding every family but the process ones (shared: outlives
+  // this object if held).
   std::shared_ptr<prometheus::Registry> registry() const;
+  // Everything /metrics exposes: the registry's families, then the process
+  // metrics read from /proc at the time of the call (process_resident_memory_bytes,
+  // process_cpu_seconds_total, process_open_fds, ...). The function keeps what it
+  // reads alive, so it may outlive this object.
+  std::function<std::vector<prometheus::MetricFamily>()> Collector() const;
 
   // One registered metric family. registry()->Collect() leaves out families
   // that have no series yet (a labelled family before its first record).
@@ -68,7 +87,8 @@ class ServiceMetrics {
     std::string type;  // "counter", "gauge" or "histogram"
     std::string help;
   };
-  // Every family this class registers, series or not, in registration order.
+  // Every family this class registers, series or not, in registration order,
+  // then the process families of Collector().
   const std::vector<FamilyInfo>& families() const;
 
  private:

@@ -15,20 +15,23 @@
 namespace attnscope::rpc {
 namespace {
 
-// Per-prompt numbers for the metrics and the finished feed event.
-void RecordOutcome(const std::string& model, const analysis::PromptStats& s,
+// Per-prompt numbers for the metrics (users' requests only: a dashboard's
+// detail fetch repeats a prompt already counted) and the finished feed event.
+void RecordOutcome(const std::string& model, const analysis::PromptStats& s, bool count,
                    metrics::ServiceMetrics& metrics, v1::RequestFinished& finished) {
   double last_mass = 0;
   if (!s.first_token_mass.empty() && !s.first_token_mass.back().empty()) {
     for (double m : s.first_token_mass.back()) last_mass += m;
     last_mass /= static_cast<double>(s.first_token_mass.back().size());
   }
-  metrics.RecordPromptTokens(model, s.num_tokens);
-  metrics.RecordAnalysis(model, s.health, static_cast<int64_t>(s.sinks.size()), last_mass,
-                         s.massive_ratio);
+  if (count) {
+    metrics.RecordPromptTokens(model, s.num_tokens);
+    metrics.RecordAnalysis(model, s.health, static_cast<int64_t>(s.sinks.size()), last_mass,
+                           s.massive_ratio);
+  }
   double max_entropy = 0;
   for (double e : s.next_token_entropy_normalized) {
-    metrics.RecordNextTokenEntropy(model, e);
+    if (count) metrics.RecordNextTokenEntropy(model, e);
     max_entropy = std::max(max_entropy, e);
     finished.add_entropy_normalized(e);
   }
@@ -44,7 +47,10 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
   if (scope.ShouldStop()) return scope.StopStatus("before the request started");
   const std::string model_name = models_.Resolve(request.model());
   scope.finished().set_model(model_name);
+  scope.SetOrigin(request.origin());
+  scope.SetOptions(request.options());
   ATTNSCOPE_ASSIGN_OR_RETURN(const engine::ModelBundle* bundle, models_.Find(request.model()));
+  scope.SetServedModel(model_name);
   ATTNSCOPE_ASSIGN_OR_RETURN(AnalyzePlan plan, PlanAnalysis(request.options(), *bundle,
                                                             model_name,
                                                             config_.tensor_chunk_bytes));
@@ -55,12 +61,16 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
   const engine::Prompt& prompt = admitted.prompt;
   scope.Started(model_name, prompt.text, prompt.ids);
 
+  // The feed's finished event carries the tokens, layers and summary, so a
+  // dashboard shows the request without analyzing it again.
   auto write = [&](const v1::AnalyzeEvent& event) {
     scope.MarkFirstEvent();
+    if (event.has_layer()) *scope.finished().add_layers() = event.layer();
     return writer->Write(event);
   };
   v1::AnalyzeEvent tokens;
   *tokens.mutable_tokens() = TokensToProto(prompt);
+  *scope.finished().mutable_tokens() = tokens.tokens();
   if (!write(tokens)) return scope.StopStatus("before the tokens were sent");
 
   const model::ModelConfig& config = bundle->config();
@@ -76,12 +86,14 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
   }
   if (!run.ok()) return run.status();
 
-  RecordOutcome(model_name, run->stats, metrics_, scope.finished());
+  RecordOutcome(model_name, run->stats, request.origin() != v1::REQUEST_ORIGIN_DASHBOARD, metrics_,
+                scope.finished());
   v1::AnalyzeEvent summary;
   *summary.mutable_summary() = SummaryToProto(run->stats, run->structure, prompt);
   timings.set_first_event_seconds(scope.FirstEventSeconds());
   timings.set_total_seconds(scope.ElapsedSeconds());
   *summary.mutable_summary()->mutable_timings() = std::move(timings);
+  *scope.finished().mutable_summary() = summary.summary();
   if (!write(summary)) return scope.StopStatus("before the summary was sent");
   return absl::OkStatus();
 }

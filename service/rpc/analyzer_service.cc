@@ -42,7 +42,8 @@ grpc::Status AnalyzerService::ListModels(grpc::ServerContext* context,
                                          v1::ListModelsResponse* response) {
   const auto start = std::chrono::steady_clock::now();
   for (const ModelDescription& m : models_.Describe()) *response->add_models() = ModelToProto(m);
-  metrics_.RecordRequest("ListModels", "OK", SecondsSince(start));
+  metrics_.RecordRequest("ListModels", "", metrics::ServiceMetrics::Origin::kUser, "OK",
+                         SecondsSince(start));
   return grpc::Status::OK;
 }
 
@@ -53,6 +54,7 @@ absl::StatusOr<AnalyzerService::Admitted> AnalyzerService::AdmitAndTokenize(
   auto slot = admission_.Acquire([&] { return scope.ShouldStop(); }, scope.deadline());
   timings->set_queued_seconds(SecondsSince(queue_start));
   if (!slot.ok()) return slot.status();
+  metrics_.RecordQueueWait(model_name, scope.metrics_origin(), timings->queued_seconds());
   const auto tokenize_start = std::chrono::steady_clock::now();
   auto prompt = ResolvePrompt(input, bundle, model_name, config_.max_prompt_tokens);
   timings->set_tokenize_seconds(SecondsSince(tokenize_start));
@@ -80,15 +82,16 @@ grpc::Status AnalyzerService::Subscribe(grpc::ServerContext* context,
                                         const v1::SubscribeRequest* request,
                                         grpc::ServerWriter<v1::FeedEvent>* writer) {
   const auto start = std::chrono::steady_clock::now();
+  std::string model;  // the label: only a served model's name
   auto finish = [&](const absl::Status& status) {
     const grpc::Status result = ToGrpcStatus(status);
-    metrics_.RecordRequest(
-        "Subscribe", GrpcCodeName(result.error_code()),
-        SecondsSince(start));
+    metrics_.RecordRequest("Subscribe", model, metrics::ServiceMetrics::Origin::kUser,
+                           GrpcCodeName(result.error_code()), SecondsSince(start));
     return result;
   };
   if (!request->model().empty()) {
     if (auto found = models_.Find(request->model()); !found.ok()) return finish(found.status());
+    model = models_.Resolve(request->model());
   }
   auto subscription = feed_.Subscribe({request->model(), request->include_token_entropy()});
   if (!subscription.ok()) return finish(subscription.status());

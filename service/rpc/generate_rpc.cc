@@ -61,6 +61,7 @@ absl::Status AnalyzerService::RunGenerate(RequestScope& scope, const v1::Generat
   const std::string model_name = models_.Resolve(request.model());
   scope.finished().set_model(model_name);
   ATTNSCOPE_ASSIGN_OR_RETURN(const engine::ModelBundle* bundle, models_.Find(request.model()));
+  scope.SetServedModel(model_name);
   engine::GenerationSettings settings = GenerationSettingsOf(request);
   v1::Timings timings;
   ATTNSCOPE_ASSIGN_OR_RETURN(Admitted admitted,

@@ -35,6 +35,18 @@ absl::Status RequestScope::StopStatus(const std::string& where) const {
   return absl::CancelledError(absl::StrCat("the client cancelled the request ", where));
 }
 
+void RequestScope::SetOrigin(attnscope::v1::RequestOrigin origin) { finished_.set_origin(origin); }
+
+metrics::ServiceMetrics::Origin RequestScope::metrics_origin() const {
+  return finished_.origin() == attnscope::v1::REQUEST_ORIGIN_DASHBOARD
+             ? metrics::ServiceMetrics::Origin::kDashboard
+             : metrics::ServiceMetrics::Origin::kUser;
+}
+
+void RequestScope::SetOptions(const attnscope::v1::AnalyzeOptions& options) {
+  *finished_.mutable_options() = options;
+}
+
 void RequestScope::MarkFirstEvent() {
   if (first_event_seconds_ >= 0) return;
   first_event_seconds_ = ElapsedSeconds();
@@ -59,6 +71,8 @@ void RequestScope::Started(const std::string& model, const std::string& prompt_t
   started->set_prompt_preview(finished_.prompt_preview());
   started->set_prompt_tokens(finished_.prompt_tokens());
   *started->mutable_prompt_ids() = finished_.prompt_ids();
+  started->set_origin(finished_.origin());
+  if (finished_.has_options()) *started->mutable_options() = finished_.options();
   feed_.Publish(std::move(event), model);
 }
 
@@ -73,7 +87,7 @@ grpc::Status RequestScope::Finish(const absl::Status& status) {
   const grpc::Status result = ToGrpcStatus(status);
   const std::string code = GrpcCodeName(result.error_code());
   const double seconds = ElapsedSeconds();
-  metrics_.RecordRequest(rpc_, code, seconds);
+  metrics_.RecordRequest(rpc_, served_model_, metrics_origin(), code, seconds);
   finished_.set_status(code);
   finished_.set_error_message(std::string(status.message()));
   finished_.set_duration_seconds(seconds);

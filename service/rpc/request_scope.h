@@ -37,6 +37,15 @@ class RequestScope {
   // The client's deadline (time_point::max() when it set none).
   std::chrono::system_clock::time_point deadline() const { return context_->deadline(); }
 
+  // The served model the request resolved to: the model label of its metrics
+  // (empty until set, e.g. for a model name the server does not serve).
+  void SetServedModel(const std::string& model) { served_model_ = model; }
+  // Marks a dashboard's own request (metrics label origin, feed events).
+  void SetOrigin(attnscope::v1::RequestOrigin origin);
+  metrics::ServiceMetrics::Origin metrics_origin() const;
+  // The Analyze options to announce on the feed (started and finished).
+  void SetOptions(const attnscope::v1::AnalyzeOptions& options);
+
   // Records the time to the first event the first time it is called.
   void MarkFirstEvent();
   double ElapsedSeconds() const;
@@ -65,6 +74,7 @@ class RequestScope {
   const Clock::time_point start_;
   const uint64_t request_id_;
   double first_event_seconds_ = -1;
+  std::string served_model_;
   attnscope::v1::RequestFinished finished_;
 };
 

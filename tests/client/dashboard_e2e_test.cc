@@ -188,7 +188,8 @@ void DashboardEndToEndTest::generateFromSendPanel(MainWindow* window) {
 
 void DashboardEndToEndTest::checkPromptView(MainWindow* window,
                                             const QVector<v1::AnalyzeEvent>& cat) {
-  // Selecting the generation's row re-analyzes its prompt with attention.
+  // A generation's row carries no analysis: the dashboard analyzes its exact
+  // token ids as its own request, then fetches the heads it shows.
   FeedPanel* panel = window->feedPanel();
   const int source = findRow(*window->feedModel(), kCat, "Generate");
   panel->selectRow(panel->proxy()->mapFromSource(window->feedModel()->index(source, 0)).row());
@@ -209,8 +210,8 @@ void DashboardEndToEndTest::checkPromptView(MainWindow* window,
   // agree with the separate client's per-layer numbers, head by head.
   for (int l = 0; l < layers; ++l) {
     for (int h = 0; h < heads; ++h) {
-      view->openHead(l, h);
-      QVERIFY(view->heatmapModel()->hasWeights());
+      view->openHead(l, h);  // fetched on demand, one head at a time
+      QTRY_VERIFY_WITH_TIMEOUT(view->heatmapModel()->hasWeights(), 20000);
       const double cell =
           view->heatmapModel()->index(tokens - 1, 0).data(HeatmapModel::WeightRole).toDouble();
       QVERIFY2(qAbs(cell - clientLayer(cat, l)->sink_score(h)) < 1e-5,
@@ -247,8 +248,8 @@ void DashboardEndToEndTest::checkPromptView(MainWindow* window,
 }
 
 void DashboardEndToEndTest::longPromptFromOtherClientIsAnalyzedInFull() {
-  // The feed shows 80 characters of a prompt but carries all its token ids:
-  // selecting the row re-analyzes the whole prompt, not the preview.
+  // The feed shows 80 characters of a prompt but carries the whole analysis:
+  // selecting the row shows all of it at once, without a new analysis.
   ServerProcess server;
   QVERIFY2(server.start(), qPrintable(server.error()));
   MainWindow window(server.address(), fastReconnect());
@@ -263,9 +264,13 @@ void DashboardEndToEndTest::longPromptFromOtherClientIsAnalyzedInFull() {
   QVERIFY(source >= 0);
   FeedPanel* panel = window.feedPanel();
   panel->selectRow(panel->proxy()->mapFromSource(window.feedModel()->index(source, 0)).row());
-  QTRY_VERIFY_WITH_TIMEOUT(window.analysis()->isComplete(), 20000);
+  QVERIFY(window.analysis()->isComplete());
   QCOMPARE(window.analysis()->tokenCount(), events.first().tokens().ids_size());
+  QCOMPARE(window.analysis()->summary()->health(), events.last().summary().health());
   QCOMPARE(window.analysis()->errors(), QStringList());
+  QTRY_VERIFY_WITH_TIMEOUT(window.promptView()->heatmapModel()->hasWeights(), 20000);
+  QCOMPARE(window.attentionFetches(), 1);
+  QCOMPARE(window.feedModel()->rowCount(), 1);  // the fetch is not a feed row
 }
 
 void DashboardEndToEndTest::reconnectResumesFeed() {

@@ -39,6 +39,16 @@ QString PromptClient::analyze(const QString& text, QVector<v1::AnalyzeEvent>* ev
   return describe(reader->Finish());
 }
 
+QString PromptClient::analyzeRequest(const v1::AnalyzeRequest& request,
+                                     QVector<v1::AnalyzeEvent>* events) {
+  grpc::ClientContext context;
+  setDeadline(&context);
+  auto reader = m_stub->Analyze(&context, request);
+  v1::AnalyzeEvent event;
+  while (reader->Read(&event)) events->append(event);
+  return describe(reader->Finish());
+}
+
 QString PromptClient::generate(const QString& text, int maxNewTokens,
                                QVector<v1::GenerateEvent>* events) {
   grpc::ClientContext context;

@@ -18,6 +18,9 @@ class PromptClient {
   // "OK" or "CODE: message"; *events gets every event.
   QString analyze(const QString& text, QVector<attnscope::v1::AnalyzeEvent>* events,
                   bool withAttention = false);
+  // Runs `request` as given (model, options, ids) to the end.
+  QString analyzeRequest(const attnscope::v1::AnalyzeRequest& request,
+                         QVector<attnscope::v1::AnalyzeEvent>* events);
   // Runs Generate to the end; *events gets every event.
   QString generate(const QString& text, int maxNewTokens,
                    QVector<attnscope::v1::GenerateEvent>* events);

@@ -12,7 +12,7 @@ QString ServerProcess::binaryPath() {
 
 ServerProcess::~ServerProcess() { stop(5000); }
 
-bool ServerProcess::start(int port, int timeoutMs) {
+bool ServerProcess::start(int port, int timeoutMs, const QStringList& extraArguments) {
   m_error.clear();
   if (!QFileInfo(binaryPath()).isExecutable()) {
     m_error = binaryPath() + QStringLiteral(" is missing: build the attnscope-server target");
@@ -20,8 +20,10 @@ bool ServerProcess::start(int port, int timeoutMs) {
   }
   m_process.setProcessChannelMode(QProcess::SeparateChannels);
   m_process.setProgram(binaryPath());
-  m_process.setArguments({QStringLiteral("--listen"), QStringLiteral("127.0.0.1:%1").arg(port),
-                          QStringLiteral("--metrics-listen"), QStringLiteral("127.0.0.1:0")});
+  const QStringList arguments = {QStringLiteral("--listen"),
+                                 QStringLiteral("127.0.0.1:%1").arg(port),
+                                 QStringLiteral("--metrics-listen"), QStringLiteral("127.0.0.1:0")};
+  m_process.setArguments(arguments + extraArguments);
   m_process.start();
   static const QRegularExpression kListening(
       QStringLiteral(R"(attnscope-server listening on 127\.0\.0\.1:(\d+))"));

@@ -16,9 +16,10 @@ class ServerProcess {
   ServerProcess() = default;
   ~ServerProcess();  // stops the server if it runs
 
-  // Starts the server on 127.0.0.1:port and waits up to timeoutMs for it to
-  // print its address. Returns false (see error()) if it did not.
-  bool start(int port = 0, int timeoutMs = 90000);
+  // Starts the server on 127.0.0.1:port (with `extraArguments`, e.g.
+  // {"--model", "big=DIR"}) and waits up to timeoutMs for it to print its
+  // address. Returns false (see error()) if it did not.
+  bool start(int port = 0, int timeoutMs = 90000, const QStringList& extraArguments = {});
   // SIGTERM, then SIGKILL after timeoutMs. Returns true if it exited by itself.
   bool stop(int timeoutMs = 20000);
 

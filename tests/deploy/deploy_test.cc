@@ -58,18 +58,21 @@ std::map<std::string, std::string> RegisteredSeries() {
   return series;
 }
 
-// Every identifier in `text` that starts with "attnscope_".
+// Every identifier in `text` that names one of the service's series: those
+// starting with "attnscope_" and the conventional "process_" ones.
 std::vector<std::string> AttnscopeNames(const std::string& text) {
   const auto is_name_char = [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
   };
   std::vector<std::string> names;
-  for (std::size_t at = text.find("attnscope_"); at != std::string::npos;
-       at = text.find("attnscope_", at + 1)) {
-    if (at > 0 && is_name_char(text[at - 1])) continue;
-    std::size_t end = at;
-    while (end < text.size() && is_name_char(text[end])) ++end;
-    names.push_back(text.substr(at, end - at));
+  for (const char* prefix : {"attnscope_", "process_"}) {
+    for (std::size_t at = text.find(prefix); at != std::string::npos;
+         at = text.find(prefix, at + 1)) {
+      if (at > 0 && is_name_char(text[at - 1])) continue;
+      std::size_t end = at;
+      while (end < text.size() && is_name_char(text[end])) ++end;
+      names.push_back(text.substr(at, end - at));
+    }
   }
   return names;
 }
@@ -129,7 +132,7 @@ TEST(DeployTest, PrometheusConfigIsValidAndScrapesTheService) {
 TEST(DeployTest, AlertRulesAreValid) {
   const ProcessResult check = Promtool({"check", "rules", DeployFile("alerts.yml")});
   EXPECT_EQ(check.exit_code, 0) << check.output;
-  EXPECT_THAT(check.output, HasSubstr("SUCCESS: 4 rules found"));
+  EXPECT_THAT(check.output, HasSubstr("SUCCESS: 5 rules found"));
 }
 
 TEST(DeployTest, EveryAlertFiresInItsUnitTest) {
@@ -138,12 +141,34 @@ TEST(DeployTest, EveryAlertFiresInItsUnitTest) {
   EXPECT_THAT(test.output, HasSubstr("SUCCESS"));
   const std::string tests = Squeeze(Slurp(DeployFile("alerts_test.yml")));
   for (const char* alert : {"AttnscopeDown", "AttnscopeErrorRatioHigh", "AttnscopeContextHealthLow",
-                            "AttnscopeFeedDropping"}) {
+                            "AttnscopeFeedDropping", "AttnscopeQueueWaitHigh"}) {
     EXPECT_THAT(Slurp(DeployFile("alerts.yml")), HasSubstr(std::string("alert: ") + alert));
     // A firing expectation (exp_labels) follows the alert's name somewhere.
     const std::string fires = std::string("alertname: ") + alert + " exp_alerts: - exp_labels:";
     EXPECT_NE(tests.find(fires), std::string::npos) << alert << " is never shown firing";
   }
+}
+
+TEST(DeployTest, CancellationsAreNotErrors) {
+  // The error-ratio alert and panel leave CANCELLED out of both sides.
+  const std::string alerts = Slurp(DeployFile("alerts.yml"));
+  EXPECT_THAT(alerts, HasSubstr(R"(code!~"OK|CANCELLED")"));
+  EXPECT_THAT(alerts, HasSubstr(R"(code!="CANCELLED")"));
+  const std::map<std::string, std::string> queries = DashboardQueries(Dashboard());
+  const std::string& panel = queries.at("Error ratio by model/A");
+  EXPECT_THAT(panel, HasSubstr(R"(code!~"OK|CANCELLED")"));
+  EXPECT_THAT(panel, HasSubstr(R"(code!="CANCELLED")"));
+}
+
+TEST(DeployTest, RequestPanelsSplitByModelAndOrigin) {
+  const std::map<std::string, std::string> queries = DashboardQueries(Dashboard());
+  for (const char* where :
+       {"Request rate by model, rpc and code/A", "Request latency quantiles by model/A"}) {
+    EXPECT_THAT(queries.at(where), HasSubstr("model"));
+    EXPECT_THAT(queries.at(where), HasSubstr(R"(origin="user")"));
+  }
+  EXPECT_THAT(queries.at("Request rate by model, rpc and code/B"),
+              HasSubstr(R"(origin="dashboard")"));
 }
 
 TEST(DeployTest, AlertsNameOnlyRegisteredMetrics) {

@@ -163,6 +163,15 @@ TEST_F(PrometheusEndToEndTest, RequestsReachPrometheusThroughTheScrape) {
            "code",
            {{"NOT_FOUND", "1"}, {"OK", "2"}}},
           {R"(attnscope_requests_total{rpc="ListModels"})", "code", {{"OK", "1"}}},
+          // The unknown model's request has model="" (no unbounded labels).
+          {R"(attnscope_requests_total{rpc="Analyze",origin="user"})",
+           "model",
+           {{"", "1"}, {"tiny-gpt2", "2"}}},
+          {"attnscope_queue_wait_seconds_count", "model", {{"tiny-gpt2", "2"}}},
+          {"attnscope_build_info", "version", {{"0.1.0", "1"}}},
+          {R"(count by (job) (process_resident_memory_bytes{job="attnscope"} > 1e6))",
+           "job",
+           {{"attnscope", "1"}}},
           {"attnscope_context_health_count", "model", {{"tiny-gpt2", "2"}}},
           {R"(attnscope_model_info{architecture="gpt2"})", "model", {{"tiny-gpt2", "1"}}},
           // 8 + 2 prompt positions, each with one next-token entropy.
@@ -187,7 +196,7 @@ TEST_F(PrometheusEndToEndTest, PrometheusLoadsAndEvaluatesTheAlertRules) {
         }
       }
     }
-    if (health.size() == 4 && health.count("AttnscopeDown") && health["AttnscopeDown"] == "ok") {
+    if (health.size() == 5 && health.count("AttnscopeDown") && health["AttnscopeDown"] == "ok") {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -195,7 +204,8 @@ TEST_F(PrometheusEndToEndTest, PrometheusLoadsAndEvaluatesTheAlertRules) {
   EXPECT_EQ(health, (std::map<std::string, std::string>{{"AttnscopeContextHealthLow", "ok"},
                                                         {"AttnscopeDown", "ok"},
                                                         {"AttnscopeErrorRatioHigh", "ok"},
-                                                        {"AttnscopeFeedDropping", "ok"}}));
+                                                        {"AttnscopeFeedDropping", "ok"},
+                                                        {"AttnscopeQueueWaitHigh", "ok"}}));
 }
 
 }  // namespace

@@ -29,9 +29,10 @@ std::unique_ptr<MetricsServer> StartOrDie(const ServiceMetrics& metrics,
 
 // One of every family, so promtool sees each type and naming.
 void RecordOneOfEach(ServiceMetrics& metrics) {
-  metrics.RecordRequest("Analyze", "OK", 0.04);
-  metrics.RecordRequest("Analyze", "OK", 0.06);
-  metrics.RecordRequest("Generate", "RESOURCE_EXHAUSTED", 0.001);
+  metrics.RecordRequest("Analyze", "m", ServiceMetrics::Origin::kUser, "OK", 0.04);
+  metrics.RecordRequest("Analyze", "m", ServiceMetrics::Origin::kUser, "OK", 0.06);
+  metrics.RecordRequest("Generate", "m", ServiceMetrics::Origin::kUser, "RESOURCE_EXHAUSTED",
+                        0.001);
   metrics.RecordFirstEvent("Generate", 0.03);
   metrics.RecordPromptTokens("tiny-gpt2", 12);
   metrics.RecordGeneration("tiny-gpt2", 16, 0.4);
@@ -53,10 +54,12 @@ TEST(MetricsServerTest, ServesRecordedValuesOverHttp) {
   const testing::HttpReply reply = HttpGet(server->port(), "/metrics");
   ASSERT_EQ(reply.status, 200) << reply.head;
   EXPECT_THAT(reply.head, HasSubstr("Content-Type: text/plain; version=0.0.4"));
-  EXPECT_TRUE(HasLine(reply.body, R"(attnscope_requests_total{code="OK",rpc="Analyze"} 2)"))
+  EXPECT_TRUE(HasLine(
+      reply.body, R"(attnscope_requests_total{code="OK",model="m",origin="user",rpc="Analyze"} 2)"))
       << reply.body;
-  EXPECT_TRUE(HasLine(reply.body,
-                      R"(attnscope_requests_total{code="RESOURCE_EXHAUSTED",rpc="Generate"} 1)"));
+  EXPECT_TRUE(HasLine(
+      reply.body,
+      R"(attnscope_requests_total{code="RESOURCE_EXHAUSTED",model="m",origin="user",rpc="Generate"} 1)"));
   EXPECT_TRUE(
       HasLine(reply.body, R"(attnscope_context_health_bucket{model="tiny-gpt2",le="7"} 0)"));
   EXPECT_TRUE(
@@ -88,12 +91,14 @@ TEST(MetricsServerTest, ScrapesSeeLaterUpdates) {
   ServiceMetrics metrics;
   std::unique_ptr<MetricsServer> server = StartOrDie(metrics);
   ASSERT_NE(server, nullptr);
-  metrics.RecordRequest("ListModels", "OK", 0.001);
-  EXPECT_TRUE(HasLine(HttpGet(server->port(), "/metrics").body,
-                      R"(attnscope_requests_total{code="OK",rpc="ListModels"} 1)"));
-  metrics.RecordRequest("ListModels", "OK", 0.001);
-  EXPECT_TRUE(HasLine(HttpGet(server->port(), "/metrics").body,
-                      R"(attnscope_requests_total{code="OK",rpc="ListModels"} 2)"));
+  metrics.RecordRequest("ListModels", "m", ServiceMetrics::Origin::kUser, "OK", 0.001);
+  EXPECT_TRUE(
+      HasLine(HttpGet(server->port(), "/metrics").body,
+              R"(attnscope_requests_total{code="OK",model="m",origin="user",rpc="ListModels"} 1)"));
+  metrics.RecordRequest("ListModels", "m", ServiceMetrics::Origin::kUser, "OK", 0.001);
+  EXPECT_TRUE(
+      HasLine(HttpGet(server->port(), "/metrics").body,
+              R"(attnscope_requests_total{code="OK",model="m",origin="user",rpc="ListModels"} 2)"));
 }
 
 TEST(MetricsServerTest, RefusesOtherPathsMethodsAndHugeHeads) {

@@ -101,7 +101,7 @@ ProcessResult PromtoolCheckMetrics(const std::string& exposition) {
 }
 
 std::string Exposition(const ServiceMetrics& metrics) {
-  return prometheus::TextSerializer().Serialize(metrics.registry()->Collect());
+  return prometheus::TextSerializer().Serialize(metrics.Collector()());
 }
 
 bool HasLine(const std::string& text, const std::string& line) {

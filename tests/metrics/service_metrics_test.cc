@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
@@ -20,28 +21,41 @@ using testing::HasLine;
 
 TEST(ServiceMetricsTest, CountsRequestsByRpcAndCode) {
   ServiceMetrics metrics;
-  metrics.RecordRequest("Analyze", "OK", 0.02);
-  metrics.RecordRequest("Analyze", "OK", 0.3);
-  metrics.RecordRequest("Analyze", "INVALID_ARGUMENT", 0.001);
-  metrics.RecordRequest("ListModels", "OK", 0.0005);
+  metrics.RecordRequest("Analyze", "m", ServiceMetrics::Origin::kUser, "OK", 0.02);
+  metrics.RecordRequest("Analyze", "m", ServiceMetrics::Origin::kUser, "OK", 0.3);
+  metrics.RecordRequest("Analyze", "m", ServiceMetrics::Origin::kUser, "INVALID_ARGUMENT", 0.001);
+  metrics.RecordRequest("ListModels", "m", ServiceMetrics::Origin::kUser, "OK", 0.0005);
   const std::string text = Exposition(metrics);
-  EXPECT_TRUE(HasLine(text, R"(attnscope_requests_total{code="OK",rpc="Analyze"} 2)")) << text;
-  EXPECT_TRUE(
-      HasLine(text, R"(attnscope_requests_total{code="INVALID_ARGUMENT",rpc="Analyze"} 1)"));
-  EXPECT_TRUE(HasLine(text, R"(attnscope_requests_total{code="OK",rpc="ListModels"} 1)"));
-  EXPECT_TRUE(HasLine(text, R"(attnscope_request_duration_seconds_count{rpc="Analyze"} 3)"));
-  EXPECT_TRUE(HasLine(text, R"(attnscope_request_duration_seconds_sum{rpc="Analyze"} 0.321)"));
+  EXPECT_TRUE(HasLine(
+      text, R"(attnscope_requests_total{code="OK",model="m",origin="user",rpc="Analyze"} 2)"))
+      << text;
+  EXPECT_TRUE(HasLine(
+      text,
+      R"(attnscope_requests_total{code="INVALID_ARGUMENT",model="m",origin="user",rpc="Analyze"} 1)"));
+  EXPECT_TRUE(HasLine(
+      text, R"(attnscope_requests_total{code="OK",model="m",origin="user",rpc="ListModels"} 1)"));
+  EXPECT_TRUE(HasLine(
+      text,
+      R"(attnscope_request_duration_seconds_count{model="m",origin="user",rpc="Analyze"} 3)"));
+  EXPECT_TRUE(HasLine(
+      text,
+      R"(attnscope_request_duration_seconds_sum{model="m",origin="user",rpc="Analyze"} 0.321)"));
   // Cumulative buckets: 0.001 <= 0.001; 0.02 <= 0.025; 0.3 <= 0.5.
-  EXPECT_TRUE(
-      HasLine(text, R"(attnscope_request_duration_seconds_bucket{rpc="Analyze",le="0.001"} 1)"));
-  EXPECT_TRUE(
-      HasLine(text, R"(attnscope_request_duration_seconds_bucket{rpc="Analyze",le="0.025"} 2)"));
-  EXPECT_TRUE(
-      HasLine(text, R"(attnscope_request_duration_seconds_bucket{rpc="Analyze",le="0.25"} 2)"));
-  EXPECT_TRUE(
-      HasLine(text, R"(attnscope_request_duration_seconds_bucket{rpc="Analyze",le="0.5"} 3)"));
-  EXPECT_TRUE(
-      HasLine(text, R"(attnscope_request_duration_seconds_bucket{rpc="Analyze",le="+Inf"} 3)"));
+  EXPECT_TRUE(HasLine(
+      text,
+      R"(attnscope_request_duration_seconds_bucket{model="m",origin="user",rpc="Analyze",le="0.001"} 1)"));
+  EXPECT_TRUE(HasLine(
+      text,
+      R"(attnscope_request_duration_seconds_bucket{model="m",origin="user",rpc="Analyze",le="0.025"} 2)"));
+  EXPECT_TRUE(HasLine(
+      text,
+      R"(attnscope_request_duration_seconds_bucket{model="m",origin="user",rpc="Analyze",le="0.25"} 2)"));
+  EXPECT_TRUE(HasLine(
+      text,
+      R"(attnscope_request_duration_seconds_bucket{model="m",origin="user",rpc="Analyze",le="0.5"} 3)"));
+  EXPECT_TRUE(HasLine(
+      text,
+      R"(attnscope_request_duration_seconds_bucket{model="m",origin="user",rpc="Analyze",le="+Inf"} 3)"));
 }
 
 TEST(ServiceMetricsTest, FirstEventAndPromptTokens) {
@@ -149,9 +163,11 @@ TEST(ServiceMetricsTest, ModelInfoKeepsOneSeriesPerModel) {
 
 TEST(ServiceMetricsTest, EveryFamilyIsNamedAndDocumented) {
   ServiceMetrics metrics;
-  ASSERT_EQ(metrics.families().size(), 16u);
+  ASSERT_EQ(metrics.families().size(), 25u);
   for (const ServiceMetrics::FamilyInfo& family : metrics.families()) {
-    EXPECT_EQ(family.name.rfind("attnscope_", 0), 0u) << family.name;
+    // The process families keep the names every client library uses.
+    EXPECT_TRUE(family.name.rfind("attnscope_", 0) == 0 || family.name.rfind("process_", 0) == 0)
+        << family.name;
     EXPECT_GE(family.help.size(), 20u) << family.name;
     const bool ends_total =
         family.name.size() > 6 && family.name.compare(family.name.size() - 6, 6, "_total") == 0;
@@ -164,11 +180,13 @@ TEST(ServiceMetricsTest, FamiliesMatchWhatTheRegistryExposes) {
   // Unlabelled families have their series from the start; labelled ones
   // appear with their first record.
   std::map<std::string, std::string> exposed;
-  for (const prometheus::MetricFamily& family : metrics.registry()->Collect()) {
+  for (const prometheus::MetricFamily& family : metrics.Collector()()) {
     exposed[family.name] = "";
   }
-  EXPECT_EQ(exposed.size(), 4u);
-  metrics.RecordRequest("Analyze", "OK", 0.1);
+  // In-flight, queued, subscribers, dropped, build info and 7 process families.
+  EXPECT_EQ(exposed.size(), 12u);
+  metrics.RecordRequest("Analyze", "m", ServiceMetrics::Origin::kUser, "OK", 0.1);
+  metrics.RecordQueueWait("m", ServiceMetrics::Origin::kDashboard, 0.5);
   metrics.RecordFirstEvent("Generate", 0.1);
   metrics.RecordPromptTokens("m", 3);
   metrics.RecordGeneration("m", 3, 1.0);
@@ -176,7 +194,7 @@ TEST(ServiceMetricsTest, FamiliesMatchWhatTheRegistryExposes) {
   metrics.RecordNextTokenEntropy("m", 0.5);
   metrics.SetModelInfo("m", "gpt2", 1, 1, 8, 10, 16);
   const char* kTypes[] = {"counter", "gauge", "summary", "untyped", "histogram"};
-  for (const prometheus::MetricFamily& family : metrics.registry()->Collect()) {
+  for (const prometheus::MetricFamily& family : metrics.Collector()()) {
     exposed[family.name] = kTypes[static_cast<int>(family.type)];
   }
   std::map<std::string, std::string> registered;
@@ -186,20 +204,66 @@ TEST(ServiceMetricsTest, FamiliesMatchWhatTheRegistryExposes) {
   EXPECT_EQ(exposed, registered);
 }
 
+TEST(ServiceMetricsTest, QueueWaitByModelAndOrigin) {
+  ServiceMetrics metrics;
+  metrics.RecordQueueWait("gpt2", ServiceMetrics::Origin::kUser, 0.0);
+  metrics.RecordQueueWait("gpt2", ServiceMetrics::Origin::kUser, 3.0);
+  metrics.RecordQueueWait("gpt2", ServiceMetrics::Origin::kDashboard, 0.2);
+  const std::string text = Exposition(metrics);
+  EXPECT_TRUE(HasLine(
+      text, R"(attnscope_queue_wait_seconds_bucket{model="gpt2",origin="user",le="0.0005"} 1)"))
+      << text;
+  EXPECT_TRUE(HasLine(
+      text, R"(attnscope_queue_wait_seconds_bucket{model="gpt2",origin="user",le="2.5"} 1)"));
+  EXPECT_TRUE(
+      HasLine(text, R"(attnscope_queue_wait_seconds_bucket{model="gpt2",origin="user",le="5"} 2)"));
+  EXPECT_TRUE(
+      HasLine(text, R"(attnscope_queue_wait_seconds_sum{model="gpt2",origin="dashboard"} 0.2)"));
+}
+
+TEST(ServiceMetricsTest, DashboardOriginIsItsOwnSeries) {
+  ServiceMetrics metrics;
+  metrics.RecordRequest("Analyze", "gpt2", ServiceMetrics::Origin::kUser, "OK", 1.0);
+  metrics.RecordRequest("Analyze", "gpt2", ServiceMetrics::Origin::kDashboard, "CANCELLED", 0.5);
+  const std::string text = Exposition(metrics);
+  EXPECT_TRUE(HasLine(
+      text, R"(attnscope_requests_total{code="OK",model="gpt2",origin="user",rpc="Analyze"} 1)"))
+      << text;
+  EXPECT_TRUE(HasLine(
+      text,
+      R"(attnscope_requests_total{code="CANCELLED",model="gpt2",origin="dashboard",rpc="Analyze"} 1)"));
+}
+
+TEST(ServiceMetricsTest, BuildInfoNamesVersionAndRevision) {
+  ServiceMetrics metrics;
+  const std::string text = Exposition(metrics);
+  const std::size_t at = text.find("\nattnscope_build_info{");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  // A 12-hex-digit revision (maybe "-dirty"), or "unknown" outside git.
+  EXPECT_THAT(line, ::testing::MatchesRegex(
+                        R"re(attnscope_build_info\{revision="([0-9a-f]{12}(-dirty)?|unknown)",)re"
+                        R"re(version="[0-9]+\.[0-9]+\.[0-9]+"\} 1)re"));
+}
+
 TEST(ServiceMetricsTest, ConcurrentRecordsAreAllCounted) {
   ServiceMetrics metrics;
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&metrics, t] {
       for (int i = 0; i < 2500; ++i) {
-        metrics.RecordRequest(t % 2 == 0 ? "Analyze" : "Generate", "OK", 0.01);
+        metrics.RecordRequest(t % 2 == 0 ? "Analyze" : "Generate", "m",
+                              ServiceMetrics::Origin::kUser, "OK", 0.01);
       }
     });
   }
   for (std::thread& thread : threads) thread.join();
   const std::string text = Exposition(metrics);
-  EXPECT_TRUE(HasLine(text, R"(attnscope_requests_total{code="OK",rpc="Analyze"} 5000)")) << text;
-  EXPECT_TRUE(HasLine(text, R"(attnscope_requests_total{code="OK",rpc="Generate"} 5000)"));
+  EXPECT_TRUE(HasLine(
+      text, R"(attnscope_requests_total{code="OK",model="m",origin="user",rpc="Analyze"} 5000)"))
+      << text;
+  EXPECT_TRUE(HasLine(
+      text, R"(attnscope_requests_total{code="OK",model="m",origin="user",rpc="Generate"} 5000)"));
 }
 
 }  // namespace

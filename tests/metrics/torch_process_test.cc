@@ -44,15 +44,15 @@ TEST(TorchProcessTest, PrometheusExposerFailsHere) {
 TEST(TorchProcessTest, MetricsServerServesAfterABlasProduct) {
   ASSERT_DOUBLE_EQ(testing::SumOfBlasProduct(64), 2.0 * 64 * 64 * 64);
   ServiceMetrics metrics;
-  metrics.RecordRequest("Analyze", "OK", 0.05);
-  metrics.RecordRequest("Analyze", "OK", 0.07);
+  metrics.RecordRequest("Analyze", "m", ServiceMetrics::Origin::kUser, "OK", 0.05);
+  metrics.RecordRequest("Analyze", "m", ServiceMetrics::Origin::kUser, "OK", 0.07);
   absl::StatusOr<std::unique_ptr<MetricsServer>> server =
       MetricsServer::Start("127.0.0.1:0", metrics);
   ASSERT_TRUE(server.ok()) << server.status();
   const testing::HttpReply reply = testing::HttpGet((*server)->port(), "/metrics");
   ASSERT_EQ(reply.status, 200) << reply.head;
-  EXPECT_TRUE(
-      testing::HasLine(reply.body, R"(attnscope_requests_total{code="OK",rpc="Analyze"} 2)"))
+  EXPECT_TRUE(testing::HasLine(
+      reply.body, R"(attnscope_requests_total{code="OK",model="m",origin="user",rpc="Analyze"} 2)"))
       << reply.body;
   // The process still computes after the server thread started.
   EXPECT_DOUBLE_EQ(testing::SumOfBlasProduct(32), 2.0 * 32 * 32 * 32);

@@ -174,5 +174,63 @@ TEST_F(RpcTest, SubscriberSeesOtherClientsRequests) {
   fixture_context.TryCancel();
 }
 
+// A finished Analyze carries what a dashboard shows (options, tokens, every
+// layer's statistics, the summary), exactly as the stream sent them; a
+// dashboard's own request says so in both feed events.
+TEST_F(RpcTest, FeedCarriesTheAnalysisAndItsOrigin) {
+  StartServer();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto feed = stub_->Subscribe(&context, v1::SubscribeRequest());
+  feed->WaitForInitialMetadata();
+  auto other = NewStub(server_->address());
+  v1::AnalyzeRequest request = TextRequest("<|im_start|>user\nWhere do sinks come from?");
+  request.mutable_options()->set_threshold(0.5);
+  request.mutable_options()->set_template_("chatml");
+  const AnalyzeResult analyzed = RunAnalyze(*other, request);
+  ASSERT_TRUE(analyzed.status.ok());
+  v1::AnalyzeRequest detail = IdsRequest(Vec(analyzed.events.front().tokens().ids()));
+  *detail.mutable_options() = request.options();
+  detail.mutable_options()->set_return_attention(true);
+  detail.mutable_options()->add_attention_layers(5);
+  detail.mutable_options()->add_attention_heads(2);
+  detail.set_origin(v1::REQUEST_ORIGIN_DASHBOARD);
+  const AnalyzeResult fetched = RunAnalyze(*other, detail);
+  ASSERT_TRUE(fetched.status.ok());
+
+  const std::vector<v1::FeedEvent> events = ReadUntilFinished(*feed, 2);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].started().origin(), v1::REQUEST_ORIGIN_UNSPECIFIED);
+  EXPECT_EQ(events[0].started().options().threshold(), 0.5);
+  const v1::RequestFinished& f = events[1].finished();
+  EXPECT_EQ(f.origin(), v1::REQUEST_ORIGIN_UNSPECIFIED);
+  EXPECT_EQ(f.options().template_(), "chatml");
+  EXPECT_EQ(f.tokens().SerializeAsString(), analyzed.events.front().tokens().SerializeAsString());
+  std::vector<std::string> layers;
+  for (const v1::AnalyzeEvent& e : analyzed.events) {
+    if (e.has_layer()) layers.push_back(e.layer().SerializeAsString());
+  }
+  ASSERT_EQ(f.layers_size(), 6);
+  for (int l = 0; l < f.layers_size(); ++l) {
+    EXPECT_EQ(f.layers(l).SerializeAsString(), layers[l]) << "layer " << l;
+  }
+  EXPECT_EQ(f.summary().SerializeAsString(), analyzed.events.back().summary().SerializeAsString());
+  EXPECT_EQ(f.summary().threshold(), 0.5);
+  EXPECT_EQ(f.summary().template_(), "chatml");
+  // The dashboard's fetch: marked in both events, and the same numbers.
+  EXPECT_EQ(events[2].started().origin(), v1::REQUEST_ORIGIN_DASHBOARD);
+  EXPECT_EQ(events[3].finished().origin(), v1::REQUEST_ORIGIN_DASHBOARD);
+  EXPECT_EQ(events[3].finished().health(), f.health());
+  int chunks = 0;
+  for (const v1::AnalyzeEvent& e : fetched.events) {
+    if (!e.has_attention()) continue;
+    ++chunks;
+    EXPECT_EQ(e.attention().layer(), 5);
+    EXPECT_EQ(e.attention().head(), 2);
+  }
+  EXPECT_EQ(chunks, 1);
+  context.TryCancel();
+}
+
 }  // namespace
 }  // namespace attnscope::testing

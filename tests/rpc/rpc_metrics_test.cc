@@ -19,6 +19,10 @@ TEST_F(RpcTest, EveryRequestIsRecordedInTheMetrics) {
 
   const AnalyzeResult analyzed = RunAnalyze(*stub_, TextRequest("Counting every request here"));
   ASSERT_TRUE(analyzed.status.ok());
+  // A dashboard's own detail fetch: counted apart, not in the prompt metrics.
+  v1::AnalyzeRequest detail = TextRequest("Counting every request here");
+  detail.set_origin(v1::REQUEST_ORIGIN_DASHBOARD);
+  ASSERT_TRUE(RunAnalyze(*stub_, detail).status.ok());
   EXPECT_FALSE(RunAnalyze(*stub_, TextRequest("")).status.ok());
   v1::GenerateRequest generate;
   generate.set_text("Five more");
@@ -44,15 +48,32 @@ TEST_F(RpcTest, EveryRequestIsRecordedInTheMetrics) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   EXPECT_EQ(MetricValue(scrape, "attnscope_subscribers"), 0);
-  EXPECT_EQ(MetricValue(scrape, R"(attnscope_requests_total{code="OK",rpc="Analyze"})"), 1);
-  EXPECT_EQ(MetricValue(scrape, R"(attnscope_requests_total{code="INVALID_ARGUMENT",rpc="Analyze"})"),
+  const auto requests = [&](const std::string& labels) {
+    return MetricValue(scrape, "attnscope_requests_total{" + labels + "}");
+  };
+  EXPECT_EQ(requests(R"(code="OK",model="tiny-gpt2",origin="user",rpc="Analyze")"), 1);
+  EXPECT_EQ(requests(R"(code="OK",model="tiny-gpt2",origin="dashboard",rpc="Analyze")"), 1);
+  EXPECT_EQ(requests(R"(code="INVALID_ARGUMENT",model="tiny-gpt2",origin="user",rpc="Analyze")"),
             1);
-  EXPECT_EQ(MetricValue(scrape, R"(attnscope_requests_total{code="OK",rpc="Generate"})"), 1);
-  EXPECT_EQ(MetricValue(scrape, R"(attnscope_requests_total{code="OK",rpc="ListModels"})"), 1);
-  EXPECT_EQ(MetricValue(scrape, R"(attnscope_requests_total{code="CANCELLED",rpc="Subscribe"})"),
+  EXPECT_EQ(requests(R"(code="OK",model="tiny-gpt2",origin="user",rpc="Generate")"), 1);
+  EXPECT_EQ(requests(R"(code="OK",model="",origin="user",rpc="ListModels")"), 1);
+  EXPECT_EQ(requests(R"(code="CANCELLED",model="",origin="user",rpc="Subscribe")"), 1);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_request_duration_seconds_count{model="tiny-gpt2",)"
+                                R"(origin="user",rpc="Analyze"})"),
+            2);
+  // Every request that got a slot waited for it (hardly at all here): the
+  // analysis, the empty prompt (refused after admission) and the generation.
+  EXPECT_EQ(
+      MetricValue(scrape, R"(attnscope_queue_wait_seconds_count{model="tiny-gpt2",origin="user"})"),
+      3);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_queue_wait_seconds_count{model="tiny-gpt2",)"
+                                R"(origin="dashboard"})"),
             1);
+  EXPECT_GT(MetricValue(scrape, "process_resident_memory_bytes"), 1e6);
+  EXPECT_GT(MetricValue(scrape, "process_open_fds"), 2);
+  EXPECT_THAT(scrape, HasSubstr("attnscope_build_info{revision=\""));
   EXPECT_EQ(MetricValue(scrape, R"(attnscope_time_to_first_event_seconds_count{rpc="Analyze"})"),
-            1);
+            2);
   EXPECT_EQ(MetricValue(scrape, R"(attnscope_prompt_tokens_count{model="tiny-gpt2"})"), 2);
   EXPECT_EQ(MetricValue(scrape, R"(attnscope_context_health_count{model="tiny-gpt2"})"), 1);
   EXPECT_NEAR(MetricValue(scrape, R"(attnscope_context_health_sum{model="tiny-gpt2"})"),
