@@ -27,6 +27,12 @@ class Tokenizer {
   // InvalidArgument (naming the byte offset) if `text` is not valid UTF-8.
   virtual absl::StatusOr<Encoding> Encode(std::string_view text) const = 0;
 
+  // Adds what the tokenizer's post-processor adds to a single sequence with
+  // Hugging Face's add_special_tokens=True (Llama's BOS; nothing for GPT-2).
+  // Added tokens get the empty span at the start (for a prefix) or the end
+  // (for a suffix) of the text.
+  virtual Encoding AddSpecialTokens(Encoding encoding) const { return encoding; }
+
   // Concatenated bytes of the tokens; invalid UTF-8 (a character cut between
   // token ranges) replaced by U+FFFD. InvalidArgument for an id outside the
   // vocabulary.
