@@ -1,6 +1,12 @@
-// A thin, absl-free wrapper around Debian's libsentencepiece. Its header
-// defines absl::string_view as std::string_view, which clashes with the
-// Abseil the rest of attnscope uses, so only spm_backend.cc includes it.
+// SentencePiece behind a narrow interface. Debian's libsentencepiece carries
+// its own copy of protobuf and exports its symbols, which clash with the
+// libprotobuf that gRPC loads (the process crashes at start-up when both are
+// linked). So the library is never linked into attnscope's binaries: a small
+// shared library (libattnscope_spm.so, spm_backend.cc) wraps it and is
+// dlopen'ed with RTLD_LOCAL | RTLD_DEEPBIND the first time a tokenizer.model
+// is loaded, keeping the two protobufs apart. Its header also defines
+// absl::string_view as std::string_view, another reason to keep it out of
+// the rest of the code.
 #pragma once
 
 #include <cstdint>
@@ -18,24 +24,26 @@ class SpmBackend {
     uint32_t end;
   };
 
-  // Loads a SentencePiece model file; nullptr with `error` set on failure.
+  // Loads a SentencePiece model file through the wrapper library; nullptr
+  // with `error` set when the library or the model cannot be loaded.
   static std::unique_ptr<SpmBackend> Load(const std::string& path, std::string* error);
-  ~SpmBackend();
+  virtual ~SpmBackend() = default;
 
   // Encodes `text` as SentencePiece does (no BOS/EOS). False with `error`.
-  bool Encode(const std::string& text, std::vector<Piece>* pieces, std::string* error) const;
-  std::string Decode(const std::vector<int>& ids) const;
-  std::string IdToPiece(int id) const;
-  int size() const;
-  bool IsControl(int id) const;
-  bool IsUnknown(int id) const;
-  bool IsByte(int id) const;
-  int bos_id() const;
-
- private:
-  struct Impl;
-  explicit SpmBackend(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  virtual bool Encode(const std::string& text, std::vector<Piece>* pieces,
+                      std::string* error) const = 0;
+  virtual std::string Decode(const std::vector<int>& ids) const = 0;
+  virtual std::string IdToPiece(int id) const = 0;
+  virtual int size() const = 0;
+  virtual bool IsControl(int id) const = 0;
+  virtual bool IsUnknown(int id) const = 0;
+  virtual bool IsByte(int id) const = 0;
+  virtual int bos_id() const = 0;
 };
 
 }  // namespace attnscope::tokenizer
+
+// The wrapper library's one entry point: a backend for the model at `path`,
+// or nullptr with `error` set.
+extern "C" attnscope::tokenizer::SpmBackend* attnscope_spm_create(const char* path,
+                                                                  std::string* error);
