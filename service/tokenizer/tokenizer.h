@@ -16,7 +16,10 @@ struct Encoding {
   std::vector<int64_t> ids;
   // offsets[i] = [begin, end) byte span of token i in the input text. A
   // multi-byte character split across tokens gives each token the bytes it
-  // encodes, so spans tile the text exactly.
+  // encodes, so spans tile the text exactly, except where a normalizer
+  // rewrote the text (NFC, Llama 2's prepended "▁"): such a token spans the
+  // original bytes it came from, possibly shared with its neighbour. Special
+  // tokens added by AddSpecialTokens have empty spans.
   std::vector<std::pair<int64_t, int64_t>> offsets;
 };
 
