@@ -97,8 +97,9 @@ absl::StatusOr<Template> ParseTemplate(std::string_view name) {
   if (name == "none") return Template::kNone;
   if (name == "chatml") return Template::kChatml;
   if (name == "auto") return Template::kAuto;
-  return absl::InvalidArgumentError(
-      absl::StrCat("template: unknown value \"", std::string(name), "\"; expected none, chatml or auto"));
+  if (name == "chat") return Template::kChat;
+  return absl::InvalidArgumentError(absl::StrCat("template: unknown value \"", std::string(name),
+                                                 "\"; expected none, chatml, auto or chat"));
 }
 
 std::string_view TemplateName(Template t) {
@@ -109,25 +110,35 @@ std::string_view TemplateName(Template t) {
       return "chatml";
     case Template::kAuto:
       return "auto";
+    case Template::kChat:
+      return "chat";
   }
   return "none";
 }
 
-Template ResolveTemplate(const std::vector<std::string>& token_bytes, Template t) {
+Template ResolveTemplate(const std::vector<std::string>& token_bytes, Template t, bool is_chat) {
   if (t != Template::kAuto) return t;
+  if (is_chat) return Template::kChat;
   return MakeLayout(token_bytes).text.find(kImStart) != std::string::npos ? Template::kChatml
                                                                          : Template::kNone;
 }
 
 std::vector<int64_t> StructuralPositions(const std::vector<std::string>& token_bytes,
-                                         const std::vector<bool>& is_special, Template t) {
+                                         const std::vector<bool>& is_special, Template t,
+                                         const std::vector<bool>& from_template) {
   const size_t num_tokens = token_bytes.size();
   std::vector<bool> structural(num_tokens, false);
   if (num_tokens > 0) structural[0] = true;
   for (size_t i = 0; i < num_tokens && i < is_special.size(); ++i) {
     if (is_special[i]) structural[i] = true;
   }
-  if (ResolveTemplate(token_bytes, t) == Template::kChatml) MarkChatml(token_bytes, &structural);
+  const Template resolved = ResolveTemplate(token_bytes, t, !from_template.empty());
+  if (resolved == Template::kChatml) MarkChatml(token_bytes, &structural);
+  if (resolved == Template::kChat) {
+    for (size_t i = 0; i < num_tokens && i < from_template.size(); ++i) {
+      if (from_template[i]) structural[i] = true;
+    }
+  }
   std::vector<int64_t> positions;
   for (size_t i = 0; i < num_tokens; ++i) {
     if (structural[i]) positions.push_back(static_cast<int64_t>(i));

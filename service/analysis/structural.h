@@ -15,14 +15,17 @@ namespace attnscope::analysis {
 enum class Template {
   kNone,    // position 0 and special tokens only
   kChatml,  // plus ChatML markers, role names and their newlines
-  kAuto,    // kChatml if the text contains "<|im_start|>", else kNone
+  kAuto,    // kChat for a prompt rendered from a conversation, else kChatml
+            // if the text contains "<|im_start|>", else kNone
+  kChat,    // plus every token made only of bytes the chat template itself
+            // produced (role markers, role names, separators, BOS): any family
 };
 
-// Parses the setting string "none", "chatml" or "auto" (exact, lower case);
+// Parses the setting string "none", "chatml", "auto" or "chat" (exact, lower case);
 // InvalidArgument naming the value and the accepted ones otherwise.
 absl::StatusOr<Template> ParseTemplate(std::string_view name);
 
-// "none", "chatml" or "auto".
+// "none", "chatml", "auto" or "chat".
 std::string_view TemplateName(Template t);
 
 // Structural positions of a prompt, sorted and unique, all in [0, T) with
@@ -37,12 +40,18 @@ std::string_view TemplateName(Template t);
 //    GPT-2 splits "assistant" into "ass" + "istant") and the newline token
 //    right after it; the newline token right after an <|im_end|> marker.
 //    A newline token is a token made only of whitespace that contains '\n'.
+//  - kChat: every token i with from_template[i] true (a prompt rendered
+//    from a conversation: the token's bytes all came from the template, none
+//    from a message's content). Empty from_template: no such tokens.
 // token_bytes[i] are the raw bytes of token i (Tokenizer::TokenBytes).
 std::vector<int64_t> StructuralPositions(const std::vector<std::string>& token_bytes,
-                                         const std::vector<bool>& is_special, Template t);
+                                         const std::vector<bool>& is_special, Template t,
+                                         const std::vector<bool>& from_template = {});
 
-// The template kAuto resolves to for these tokens (kNone and kChatml are
-// returned unchanged).
-Template ResolveTemplate(const std::vector<std::string>& token_bytes, Template t);
+// The template kAuto resolves to for these tokens: kChat when `is_chat` (the
+// prompt was rendered from a conversation), else by the ChatML markers
+// (kNone, kChatml and kChat are returned unchanged).
+Template ResolveTemplate(const std::vector<std::string>& token_bytes, Template t,
+                         bool is_chat = false);
 
 }  // namespace attnscope::analysis

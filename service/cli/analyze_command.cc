@@ -18,7 +18,7 @@
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] analyze [--model DIR|NAME] (--text TEXT | --ids 1,2,3) [options]
+constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] analyze [--model DIR|NAME] (--text TEXT | --ids 1,2,3 | --chat FILE) [options]
 
 Runs the prompt through the model and reports attention sinks, hidden-state
 norms, context health and next-token entropy (see service/analysis/definitions.md).
@@ -26,8 +26,14 @@ norms, context health and next-token entropy (see service/analysis/definitions.m
   --model DIR|NAME   model directory (default: the bundled tiny-gpt2); with
                      --server, a model name from 'attnscope models' (default:
                      the server's default model); the output is the same
-  --text TEXT        the prompt as text (needs the model's tokenizer)
+  --text TEXT        the prompt as text (needs the model's tokenizer); special
+                     tokens are added as Hugging Face does by default
+                     (Llama's BOS; nothing for GPT-2)
+  --no-special-tokens  with --text: add no special tokens
   --ids 1,2,3        the prompt as token ids
+  --chat FILE        a conversation, JSON [{"role": ..., "content": ...}],
+                     rendered with the model's chat template
+  --add-generation-prompt  with --chat: end with the assistant's header
   --json             machine-readable output (the keys of the fixtures'
                      stats.json plus tokens, input_ids, template)
   --export FILE      write input_ids, attentions (L,H,T,T), hidden_states
@@ -36,7 +42,9 @@ norms, context health and next-token entropy (see service/analysis/definitions.m
                      attention weights (pick a layer and a head, hover a
                      token to see what it reads); open it in any browser
   --threshold X      z-score above which a token is a sink (default 6.0)
-  --template T       structural positions: none, chatml or auto (default)
+  --template T       structural positions: none, chatml, chat or auto
+                     (default: chat for --chat, else chatml if the text has
+                     <|im_start|>, else none)
   --block-size N     attention query rows per block (0 = whole layers);
                      bounds memory on long prompts, same results
   --threads N        intra-op threads (default: all cores)
@@ -52,9 +60,9 @@ struct AnalyzeArgs {
 absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   AnalyzeArgs a;
   ATTNSCOPE_ASSIGN_OR_RETURN(
-      a.flags, Flags::Parse(args, {{"model"}, {"text"}, {"ids"}, {"json", false}, {"export"},
-                                   {"viewer"}, {"threshold"}, {"template"}, {"block-size"},
-                                   {"threads"}, {"color"}}));
+      a.flags, Flags::Parse(args, WithPromptFlags({{"model"}, {"json", false}, {"export"},
+                                                   {"viewer"}, {"threshold"}, {"template"},
+                                                   {"block-size"}, {"threads"}, {"color"}})));
   ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.threshold, a.flags.GetDouble("threshold", 6.0));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.structure,

@@ -1,7 +1,11 @@
 #include "service/cli/command_support.h"
 
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
+#include "absl/strings/str_cat.h"
+#include "service/chat_template/chat_template.h"
 #include "service/core/status_macros.h"
 #include "service/model/language_model.h"
 
@@ -32,16 +36,40 @@ absl::StatusOr<std::unique_ptr<engine::ModelBundle>> LoadModelFromFlags(const Fl
 }
 
 absl::Status CheckPromptFlags(const Flags& flags) {
-  if (flags.Has("text") == flags.Has("ids")) {
-    return absl::InvalidArgumentError("give exactly one of --text TEXT or --ids 1,2,3");
+  if (flags.Has("text") + flags.Has("ids") + flags.Has("chat") != 1) {
+    return absl::InvalidArgumentError(
+        "give exactly one of --text TEXT, --ids 1,2,3 or --chat FILE");
+  }
+  if (flags.Has("add-generation-prompt") && !flags.Has("chat")) {
+    return absl::InvalidArgumentError("--add-generation-prompt needs --chat FILE");
+  }
+  if (flags.Has("no-special-tokens") && !flags.Has("text")) {
+    return absl::InvalidArgumentError(
+        "--no-special-tokens applies to --text only (a chat template writes its own special "
+        "tokens; ids are taken as given)");
   }
   if (flags.Has("ids")) return ParseIdList(flags.Get("ids"), "--ids").status();
   return absl::OkStatus();
 }
 
+absl::StatusOr<nlohmann::json> ChatFromFlags(const Flags& flags) {
+  const std::string path = flags.Get("chat");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("--chat ", path, ": cannot open the file"));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return chat_template::ParseMessages(text.str(), path);
+}
+
 absl::StatusOr<engine::Prompt> PromptFromFlags(const engine::ModelBundle& bundle,
                                                const Flags& flags) {
-  if (flags.Has("text")) return engine::PromptFromText(bundle, flags.Get("text"));
+  if (flags.Has("text")) {
+    return engine::PromptFromText(bundle, flags.Get("text"), !flags.Has("no-special-tokens"));
+  }
+  if (flags.Has("chat")) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(nlohmann::json messages, ChatFromFlags(flags));
+    return engine::PromptFromChat(bundle, messages, flags.Has("add-generation-prompt"));
+  }
   ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<int64_t> ids, ParseIdList(flags.Get("ids"), "--ids"));
   return engine::PromptFromIds(bundle, std::move(ids));
 }

@@ -13,7 +13,7 @@
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] generate [--model DIR|NAME] (--text TEXT | --ids 1,2,3) [options]
+constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] generate [--model DIR|NAME] (--text TEXT | --ids 1,2,3 | --chat FILE) [options]
 
 Generates up to --max-new-tokens tokens after the prompt (greedy unless a
 temperature is given) and prints the text and, per new token, its
@@ -22,8 +22,12 @@ most likely alternative.
 
   --model DIR|NAME     model directory (default: the bundled tiny-gpt2); with
                        --server, a model name from 'attnscope models'
-  --text TEXT          the prompt as text
+  --text TEXT          the prompt as text (special tokens added as Hugging
+                       Face does by default; --no-special-tokens: none)
   --ids 1,2,3          the prompt as token ids
+  --chat FILE          a conversation, JSON [{"role": ..., "content": ...}],
+                       rendered with the model's chat template
+  --add-generation-prompt  with --chat: end with the assistant's header
   --max-new-tokens N   at most N new tokens (default 16)
   --temperature X      0 = greedy (default); otherwise sample at X
   --top-k N            keep the N most likely tokens (default 0: all)
@@ -44,10 +48,11 @@ struct GenerateArgs {
 absl::StatusOr<GenerateArgs> ParseArgs(const std::vector<std::string>& args) {
   GenerateArgs a;
   ATTNSCOPE_ASSIGN_OR_RETURN(
-      a.flags, Flags::Parse(args, {{"model"}, {"text"}, {"ids"}, {"max-new-tokens"},
-                                   {"temperature"}, {"top-k"}, {"top-p"}, {"seed"},
-                                   {"alternatives"}, {"sink-scores", false},
-                                   {"ignore-eos", false}, {"json", false}, {"threads"}}));
+      a.flags, Flags::Parse(args, WithPromptFlags({{"model"}, {"max-new-tokens"},
+                                                   {"temperature"}, {"top-k"}, {"top-p"},
+                                                   {"seed"}, {"alternatives"},
+                                                   {"sink-scores", false}, {"ignore-eos", false},
+                                                   {"json", false}, {"threads"}})));
   ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
   engine::GenerationSettings& s = a.settings;
   ATTNSCOPE_ASSIGN_OR_RETURN(int64_t max_new, a.flags.GetInt("max-new-tokens", 16, 1, 1 << 20));

@@ -1,6 +1,7 @@
 #include "service/cli/remote_support.h"
 
 #include "absl/strings/str_cat.h"
+#include "service/cli/command_support.h"
 #include "service/core/status_macros.h"
 
 namespace attnscope::cli {
@@ -9,6 +10,12 @@ absl::StatusOr<rpc::PromptSpec> PromptSpecFromFlags(const Flags& flags) {
   rpc::PromptSpec spec;
   if (flags.Has("text")) {
     spec.text = flags.Get("text");
+    if (flags.Has("no-special-tokens")) spec.add_special_tokens = false;
+    return spec;
+  }
+  if (flags.Has("chat")) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(spec.chat, ChatFromFlags(flags));
+    spec.add_generation_prompt = flags.Has("add-generation-prompt");
     return spec;
   }
   ATTNSCOPE_ASSIGN_OR_RETURN(spec.ids, ParseIdList(flags.Get("ids"), "--ids"));

@@ -1,22 +1,33 @@
-// attnscope tokenize: text -> token ids (and strings and byte offsets).
+// attnscope tokenize: text (or a conversation) -> token ids (and strings and
+// byte offsets).
 #include <iostream>
 
 #include "nlohmann/json.hpp"
 #include "service/cli/command_support.h"
 #include "service/cli/commands.h"
-#include "service/tokenizer/gpt2_tokenizer.h"
 
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope tokenize [--model DIR] --text TEXT [--json]
+constexpr char kHelp[] = R"(Usage: attnscope tokenize [--model DIR] (--text TEXT | --chat FILE) [options]
 
-Tokenizes TEXT with the model's tokenizer (vocab.json + merges.txt in DIR).
+Tokenizes TEXT with the tokenizer of DIR: tokenizer.json (Hugging Face's
+format), else vocab.json + merges.txt (GPT-2), else tokenizer.model
+(SentencePiece). DIR needs no weights: a folder of tokenizer files will do.
 
-  --model DIR   model directory (default: the bundled tiny-gpt2)
-  --text TEXT   the text to tokenize (UTF-8)
-  --json        print {"ids":[...],"tokens":[...],"offsets":[[begin,end],...]}
-                (tokens as Hugging Face spells them, offsets in bytes)
+  --model DIR              directory (default: the bundled tiny-gpt2)
+  --text TEXT              the text to tokenize (UTF-8); the tokenizer's special
+                           tokens are added as Hugging Face does by default
+                           (Llama's BOS; nothing for GPT-2)
+  --no-special-tokens      with --text: add no special tokens
+  --chat FILE              a conversation, JSON [{"role": ..., "content": ...}],
+                           rendered with DIR's chat template (tokenizer_config.json
+                           or chat_template.jinja) exactly as Hugging Face's
+                           apply_chat_template; prints the text, then the ids
+  --add-generation-prompt  with --chat: end with the assistant's header
+  --json                   print {"ids":[...],"tokens":[...],"offsets":[[b,e],...]}
+                           (tokens as Hugging Face spells them, offsets in
+                           bytes of the text; with --chat also "text")
 Without --json, prints the ids separated by spaces.
 )";
 
@@ -27,28 +38,32 @@ int RunTokenize(const std::vector<std::string>& args) {
     std::cout << kHelp;
     return kExitOk;
   }
-  auto flags = Flags::Parse(args, {{"model"}, {"text"}, {"json", false}});
+  auto flags = Flags::Parse(args, WithPromptFlags({{"model"}, {"json", false}}));
   if (!flags.ok()) return UsageError("tokenize", flags.status());
-  if (!flags->Has("text")) return UsageError("tokenize", absl::InvalidArgumentError("--text is required"));
+  if (flags->Has("ids")) {
+    return UsageError("tokenize", absl::InvalidArgumentError("--ids: give --text or --chat"));
+  }
+  if (absl::Status checked = CheckPromptFlags(*flags); !checked.ok()) {
+    return UsageError("tokenize", checked);
+  }
   const std::string dir = flags->Get("model", engine::DefaultModelDirectory());
-  // Only the tokenizer is needed: no weights are loaded.
-  auto tok = tokenizer::Gpt2Tokenizer::Load(dir);
-  if (!tok.ok()) return RuntimeError("tokenize", tok.status());
-  auto enc = (*tok)->Encode(flags->Get("text"));
-  if (!enc.ok()) return RuntimeError("tokenize", enc.status());
+  // Only the tokenizer (and chat template) are needed: no weights are loaded.
+  auto bundle = engine::LoadTokenizerBundle(dir);
+  if (!bundle.ok()) return RuntimeError("tokenize", bundle.status());
+  auto prompt = PromptFromFlags(**bundle, *flags);
+  if (!prompt.ok()) return RuntimeError("tokenize", prompt.status());
   if (!flags->Has("json")) {
-    for (size_t i = 0; i < enc->ids.size(); ++i) std::cout << (i ? " " : "") << enc->ids[i];
+    if (flags->Has("chat")) std::cout << prompt->text << "\n";
+    for (size_t i = 0; i < prompt->ids.size(); ++i) std::cout << (i ? " " : "") << prompt->ids[i];
     std::cout << "\n";
     return kExitOk;
   }
-  // Keys in the documented order: ids, tokens, offsets.
-  nlohmann::ordered_json out = {{"ids", enc->ids},
-                                {"tokens", nlohmann::ordered_json::array()},
+  // Keys in the documented order: ids, tokens, offsets (text for --chat).
+  nlohmann::ordered_json out = {{"ids", prompt->ids},
+                                {"tokens", prompt->tokens},
                                 {"offsets", nlohmann::ordered_json::array()}};
-  for (size_t i = 0; i < enc->ids.size(); ++i) {
-    out["tokens"].push_back((*tok)->TokenString(enc->ids[i]).value_or("?"));
-    out["offsets"].push_back({enc->offsets[i].first, enc->offsets[i].second});
-  }
+  for (const auto& [begin, end] : prompt->offsets) out["offsets"].push_back({begin, end});
+  if (flags->Has("chat")) out["text"] = prompt->text;
   std::cout << out.dump() << "\n";
   return kExitOk;
 }

@@ -10,11 +10,13 @@ namespace attnscope::engine {
 absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt& prompt,
                                         const AnalysisSettings& settings) {
   AnalysisRun run;
-  run.structure = analysis::ResolveTemplate(prompt.token_bytes, settings.structure);
+  run.structure =
+      analysis::ResolveTemplate(prompt.token_bytes, settings.structure, prompt.from_chat);
   analysis::AnalysisOptions options;
   options.threshold = settings.threshold;
   options.structural =
-      analysis::StructuralPositions(prompt.token_bytes, prompt.special, run.structure);
+      analysis::StructuralPositions(prompt.token_bytes, prompt.special, run.structure,
+                                    prompt.from_template);
   options.want_value_norms = true;
   analysis::PromptAnalyzer analyzer(options);
 

@@ -28,16 +28,54 @@ absl::Status DescribeTokens(const ModelBundle& bundle, Prompt& p) {
 
 }  // namespace
 
+std::string NoTokenizer(const ModelBundle& bundle) {
+  if (bundle.tokenizer_status.ok() || absl::IsNotFound(bundle.tokenizer_status)) {
+    return absl::StrCat(bundle.directory,
+                        " has no tokenizer (tokenizer.json, vocab.json + merges.txt or "
+                        "tokenizer.model): give token ids instead");
+  }
+  return absl::StrCat("the tokenizer of ", bundle.directory, " failed to load (",
+                      bundle.tokenizer_status.message(), "): give token ids instead");
+}
+
+absl::StatusOr<Prompt> PromptFromChat(const ModelBundle& bundle, const nlohmann::json& messages,
+                                      bool add_generation_prompt, const nlohmann::json& variables) {
+  if (bundle.tokenizer == nullptr) return absl::InvalidArgumentError(NoTokenizer(bundle));
+  if (bundle.chat == nullptr) {
+    return absl::InvalidArgumentError(std::string(bundle.chat_template_status.message()));
+  }
+  nlohmann::json vars = bundle.chat->variables;
+  if (variables.is_object()) {
+    for (const auto& [key, value] : variables.items()) vars[key] = value;
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(
+      chat_template::RenderedChat rendered,
+      bundle.chat->chat_template.Render(messages, add_generation_prompt, vars));
+  if (rendered.text.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(bundle.chat->chat_template.origin(),
+                                                   ": the chat template rendered no text"));
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(Prompt p, PromptFromText(bundle, rendered.text, false));
+  p.from_chat = true;
+  p.from_template.assign(p.ids.size(), false);
+  for (size_t i = 0; i < p.ids.size(); ++i) {
+    const auto [begin, end] = p.offsets[i];
+    bool all_template = true;
+    for (int64_t k = begin; k < end && all_template; ++k) all_template = !rendered.content[k];
+    p.from_template[i] = all_template;
+  }
+  return p;
+}
+
 std::string Prompt::Display(size_t i) const { return SanitizeUtf8(token_bytes.at(i)); }
 
-absl::StatusOr<Prompt> PromptFromText(const ModelBundle& bundle, std::string_view text) {
+absl::StatusOr<Prompt> PromptFromText(const ModelBundle& bundle, std::string_view text,
+                                      bool add_special_tokens) {
   if (text.empty()) return absl::InvalidArgumentError("the prompt text is empty");
-  if (bundle.tokenizer == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        bundle.directory, " has no tokenizer (vocab.json + merges.txt): give token ids instead"));
-  }
+  if (bundle.tokenizer == nullptr) return absl::FailedPreconditionError(NoTokenizer(bundle));
   ATTNSCOPE_RETURN_IF_ERROR(ValidateUtf8(text, "prompt text"));
   ATTNSCOPE_ASSIGN_OR_RETURN(tokenizer::Encoding enc, bundle.tokenizer->Encode(text));
+  if (add_special_tokens) enc = bundle.tokenizer->AddSpecialTokens(std::move(enc));
   Prompt p;
   p.text = std::string(text);
   p.ids = std::move(enc.ids);

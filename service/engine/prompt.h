@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 #include "service/engine/model_bundle.h"
 
 namespace attnscope::engine {
@@ -20,14 +21,38 @@ struct Prompt {
   std::vector<std::string> token_bytes;  // the bytes each token stands for
   std::vector<std::pair<int64_t, int64_t>> offsets;  // byte span in `text`
   std::vector<bool> special;
+  // Prompts rendered from a conversation (PromptFromChat): from_template[i]
+  // is true when every byte of token i came from the chat template (role
+  // markers, role names, separators), none from a message's content. Empty
+  // for other prompts.
+  std::vector<bool> from_template;
+  bool from_chat = false;
 
   // What a person should see for token i: its bytes made valid UTF-8.
   std::string Display(size_t i) const;
 };
 
-// Tokenizes `text`. InvalidArgument if the text is empty or not valid UTF-8,
-// FailedPrecondition if the model directory has no tokenizer.
-absl::StatusOr<Prompt> PromptFromText(const ModelBundle& bundle, std::string_view text);
+// Tokenizes `text`; with add_special_tokens, adds what the tokenizer's
+// post-processor adds (Hugging Face's default: Llama's BOS, nothing for
+// GPT-2). InvalidArgument if the text is empty or not valid UTF-8,
+// FailedPrecondition if the model directory has no (loadable) tokenizer,
+// naming the reason.
+absl::StatusOr<Prompt> PromptFromText(const ModelBundle& bundle, std::string_view text,
+                                      bool add_special_tokens = true);
+
+// Renders `messages` ([{"role","content"}, ...]) with the model's chat
+// template as Hugging Face's apply_chat_template does (with
+// add_generation_prompt and the special-token variables, plus `variables`
+// such as enable_thinking), then tokenizes the text without adding special
+// tokens (the template writes them). InvalidArgument naming the model
+// directory when it has no tokenizer or no chat template, or the template's
+// or the messages' error.
+absl::StatusOr<Prompt> PromptFromChat(const ModelBundle& bundle, const nlohmann::json& messages,
+                                      bool add_generation_prompt,
+                                      const nlohmann::json& variables = nlohmann::json::object());
+
+// Why `bundle` has no tokenizer, and what to do instead (for messages).
+std::string NoTokenizer(const ModelBundle& bundle);
 
 // Takes ids as given. InvalidArgument for no ids or an id outside the
 // model's vocabulary (the message names the position, the id and the limit).

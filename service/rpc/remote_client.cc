@@ -17,6 +17,15 @@ template <typename Request>
 void SetPrompt(const PromptSpec& spec, Request* request) {
   if (spec.text.has_value()) {
     request->set_text(*spec.text);
+    if (spec.add_special_tokens.has_value()) request->set_add_special_tokens(*spec.add_special_tokens);
+  } else if (spec.chat.has_value()) {
+    v1::Conversation* chat = request->mutable_chat();
+    for (const auto& m : *spec.chat) {
+      v1::ChatMessage* message = chat->add_messages();
+      message->set_role(m.value("role", ""));
+      message->set_content(m.value("content", ""));
+    }
+    chat->set_add_generation_prompt(spec.add_generation_prompt);
   } else {
     request->mutable_ids()->mutable_ids()->Assign(spec.ids.begin(), spec.ids.end());
   }

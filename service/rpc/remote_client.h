@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 #include "service/engine/analysis_run.h"
 #include "service/engine/generation.h"
 #include "service/engine/prompt.h"
@@ -22,6 +23,10 @@ namespace attnscope::rpc {
 struct PromptSpec {
   std::optional<std::string> text;
   std::vector<int64_t> ids;
+  // A conversation [{"role","content"}, ...] for the model's chat template.
+  std::optional<nlohmann::json> chat;
+  bool add_generation_prompt = false;
+  std::optional<bool> add_special_tokens;  // text only; unset: the server's default (true)
 };
 
 struct RemoteGeneration {

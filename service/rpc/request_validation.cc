@@ -4,11 +4,20 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
 #include "service/core/status_macros.h"
 #include "service/core/utf8.h"
 
 namespace attnscope::rpc {
 namespace {
+
+// Why a model has no tokenizer, for messages.
+std::string NoTokenizerReason(const engine::ModelBundle& bundle) {
+  if (bundle.tokenizer_status.ok() || absl::IsNotFound(bundle.tokenizer_status)) {
+    return "no tokenizer.json, vocab.json + merges.txt or tokenizer.model";
+  }
+  return absl::StrCat("its tokenizer failed to load: ", bundle.tokenizer_status.message());
+}
 
 absl::Status Prefixed(const absl::Status& status, const std::string& prefix) {
   if (status.ok()) return status;
@@ -33,17 +42,47 @@ absl::Status CheckTokenCount(int64_t tokens, const engine::ModelBundle& bundle,
 
 absl::StatusOr<engine::Prompt> PromptFromText(const std::string& text,
                                               const engine::ModelBundle& bundle,
-                                              const std::string& model_name) {
+                                              const std::string& model_name,
+                                              bool add_special_tokens) {
   if (text.empty()) {
     return absl::InvalidArgumentError("text: the prompt is empty; give at least one character");
   }
   ATTNSCOPE_RETURN_IF_ERROR(ValidateUtf8(text, "text"));
   if (bundle.tokenizer == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "text: model '", model_name,
-        "' has no tokenizer (vocab.json + merges.txt); give the prompt as ids"));
+    return absl::InvalidArgumentError(absl::StrCat("text: model '", model_name,
+                                                   "' has no tokenizer (", NoTokenizerReason(bundle),
+                                                   "); give the prompt as ids"));
   }
-  return engine::PromptFromText(bundle, text);
+  return engine::PromptFromText(bundle, text, add_special_tokens);
+}
+
+absl::StatusOr<engine::Prompt> PromptFromChat(const v1::Conversation& chat,
+                                              const engine::ModelBundle& bundle,
+                                              const std::string& model_name) {
+  if (chat.messages().empty()) {
+    return absl::InvalidArgumentError("chat.messages: no messages; give at least one");
+  }
+  nlohmann::json messages = nlohmann::json::array();
+  for (int i = 0; i < chat.messages_size(); ++i) {
+    const v1::ChatMessage& m = chat.messages(i);
+    if (m.role().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("chat.messages[", i, "].role is empty"));
+    }
+    messages.push_back({{"role", m.role()}, {"content", m.content()}});
+  }
+  if (bundle.tokenizer == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("chat: model '", model_name,
+                                                   "' has no tokenizer (", NoTokenizerReason(bundle),
+                                                   "); give the prompt as ids"));
+  }
+  if (bundle.chat == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("chat: model '", model_name,
+                                                   "' has no usable chat template: ",
+                                                   bundle.chat_template_status.message()));
+  }
+  auto prompt = engine::PromptFromChat(bundle, messages, chat.add_generation_prompt());
+  if (!prompt.ok()) return Prefixed(prompt.status(), "chat: ");
+  return prompt;
 }
 
 // A layer or head list: every entry within [0, limit); empty means all.
@@ -91,14 +130,21 @@ absl::StatusOr<engine::Prompt> ResolvePrompt(const PromptInput& input,
                                              int64_t max_prompt_tokens) {
   if (input.text != nullptr) {
     ATTNSCOPE_ASSIGN_OR_RETURN(engine::Prompt prompt,
-                               PromptFromText(*input.text, bundle, model_name));
+                               PromptFromText(*input.text, bundle, model_name,
+                                              input.add_special_tokens));
+    ATTNSCOPE_RETURN_IF_ERROR(CheckTokenCount(static_cast<int64_t>(prompt.ids.size()), bundle,
+                                              model_name, max_prompt_tokens));
+    return prompt;
+  }
+  if (input.chat != nullptr) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(engine::Prompt prompt, PromptFromChat(*input.chat, bundle, model_name));
     ATTNSCOPE_RETURN_IF_ERROR(CheckTokenCount(static_cast<int64_t>(prompt.ids.size()), bundle,
                                               model_name, max_prompt_tokens));
     return prompt;
   }
   if (input.ids == nullptr) {
     return absl::InvalidArgumentError(
-        "prompt: neither text nor ids was given; set one of them");
+        "prompt: none of text, ids or chat was given; set one of them");
   }
   if (input.ids->ids().empty()) {
     return absl::InvalidArgumentError("ids: no token ids given; give at least one");

@@ -20,6 +20,8 @@ namespace attnscope::rpc {
 struct PromptInput {
   const std::string* text = nullptr;                // set for text prompts
   const attnscope::v1::TokenIds* ids = nullptr;     // set for id prompts
+  const attnscope::v1::Conversation* chat = nullptr;  // set for conversations
+  bool add_special_tokens = true;                   // text prompts
 };
 
 template <typename Request>
@@ -27,12 +29,16 @@ PromptInput PromptOf(const Request& request) {
   PromptInput in;
   if (request.prompt_case() == Request::kText) in.text = &request.text();
   if (request.prompt_case() == Request::kIds) in.ids = &request.ids();
+  if (request.prompt_case() == Request::kChat) in.chat = &request.chat();
+  if (request.has_add_special_tokens()) in.add_special_tokens = request.add_special_tokens();
   return in;
 }
 
 // The prompt checked and resolved against the model `model_name`: exactly one
-// of text (non-empty, valid UTF-8, the model has a tokenizer) or ids
-// (non-empty, within the vocabulary); then at most max_prompt_tokens tokens
+// of text (non-empty, valid UTF-8, the model has a tokenizer), ids
+// (non-empty, within the vocabulary) or chat (at least one message, each
+// with a role; the model has a tokenizer and a chat template that renders
+// it; errors name the message or the template line); then at most max_prompt_tokens tokens
 // (0: no server limit) and at most the model's max_positions.
 absl::StatusOr<engine::Prompt> ResolvePrompt(const PromptInput& input,
                                              const engine::ModelBundle& bundle,

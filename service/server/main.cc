@@ -41,6 +41,17 @@ absl::Status LoadModels(const ServerFlags& flags, rpc::ModelRegistry* registry) 
       return absl::Status(bundle.status().code(),
                           absl::StrCat("--model ", name, "=", dir, ": ", bundle.status().message()));
     }
+    // A tokenizer or chat template that fails to load leaves the model
+    // serving id prompts; say why once here (requests repeat it).
+    const engine::ModelBundle& b = **bundle;
+    if (!b.tokenizer_status.ok() && !absl::IsNotFound(b.tokenizer_status)) {
+      std::cerr << "attnscope-server: model '" << name << "': text prompts disabled: "
+                << b.tokenizer_status.message() << "\n";
+    }
+    if (!b.chat_template_status.ok() && !absl::IsNotFound(b.chat_template_status)) {
+      std::cerr << "attnscope-server: model '" << name << "': chat prompts disabled: "
+                << b.chat_template_status.message() << "\n";
+    }
     if (absl::Status added = registry->Add(name, *std::move(bundle)); !added.ok()) return added;
   }
   return absl::OkStatus();

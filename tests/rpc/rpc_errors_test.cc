@@ -46,7 +46,7 @@ TEST_F(RpcErrorTest, EmptyTextIsInvalidArgument) {
 TEST_F(RpcErrorTest, MissingPromptIsInvalidArgument) {
   StartServer();
   ExpectError(Analyze(v1::AnalyzeRequest()), grpc::StatusCode::INVALID_ARGUMENT,
-              {"prompt:", "neither text nor ids"});
+              {"prompt:", "none of text, ids or chat"});
 }
 
 TEST_F(RpcErrorTest, EmptyIdListIsInvalidArgument) {

@@ -1,0 +1,389 @@
+#include "service/chat_template/renderer.h"
+
+#include <cmath>
+#include <unordered_map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "service/chat_template/builtins.h"
+#include "service/core/status_macros.h"
+
+namespace attnscope::chat_template {
+namespace {
+
+constexpr size_t kMaxOutputBytes = 16 << 20;
+constexpr int kMaxMacroDepth = 64;
+
+absl::Status AtLine(int line, const absl::Status& status) {
+  if (status.ok() || absl::StartsWith(status.message(), "chat template line ")) return status;
+  return absl::Status(status.code(), absl::StrCat("chat template line ", line, ": ", status.message()));
+}
+
+absl::Status Bad(int line, std::string_view what) {
+  return AtLine(line, absl::InvalidArgumentError(std::string(what)));
+}
+
+class Renderer {
+ public:
+  explicit Renderer(const Value& globals) { scopes_.push_back(Frame(globals)); scopes_.emplace_back(); }
+
+  enum class Flow { kNormal, kBreak, kContinue };
+
+  absl::StatusOr<Flow> Exec(const Body& body, Value& out) {
+    for (const NodePtr& n : body) {
+      ATTNSCOPE_ASSIGN_OR_RETURN(Flow flow, ExecNode(*n, out));
+      if (flow != Flow::kNormal) return flow;
+      if (out.s.size() > kMaxOutputBytes) return Bad(n->line, "output larger than 16 MiB");
+    }
+    return Flow::kNormal;
+  }
+
+ private:
+  using Scope = std::unordered_map<std::string, Value>;
+
+  static Scope Frame(const Value& dict) {
+    Scope scope;
+    for (const auto& [k, v] : *dict.dict) scope[k] = v;
+    return scope;
+  }
+
+  Value Lookup(const std::string& name) const {
+    for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+      auto hit = it->find(name);
+      if (hit != it->end()) return hit->second;
+    }
+    return Value{};
+  }
+
+  absl::StatusOr<Flow> ExecNode(const Node& n, Value& out) {
+    switch (n.type) {
+      case Node::Type::kText: AppendStr(out, Value::Str(n.text)); return Flow::kNormal;
+      case Node::Type::kOutput: {
+        ATTNSCOPE_ASSIGN_OR_RETURN(Value v, Eval(*n.expr));
+        AppendStr(out, ToStr(v));
+        return Flow::kNormal;
+      }
+      case Node::Type::kIf:
+        for (const auto& [cond, branch] : n.branches) {
+          bool take = cond == nullptr;
+          if (!take) {
+            ATTNSCOPE_ASSIGN_OR_RETURN(Value c, Eval(*cond));
+            take = Truthy(c);
+          }
+          if (take) return Exec(branch, out);
+        }
+        return Flow::kNormal;
+      case Node::Type::kFor: return ExecFor(n, out);
+      case Node::Type::kSet: {
+        ATTNSCOPE_ASSIGN_OR_RETURN(Value v, Eval(*n.expr));
+        ATTNSCOPE_RETURN_IF_ERROR(AtLine(n.line, Assign(n, std::move(v))));
+        return Flow::kNormal;
+      }
+      case Node::Type::kSetBlock: {
+        Value captured = Value::Str("");
+        ATTNSCOPE_RETURN_IF_ERROR(Exec(n.body, captured).status());
+        ATTNSCOPE_RETURN_IF_ERROR(AtLine(n.line, Assign(n, std::move(captured))));
+        return Flow::kNormal;
+      }
+      case Node::Type::kMacro: scopes_.back()[n.targets[0]] = MakeMacro(n); return Flow::kNormal;
+      case Node::Type::kBreak: return Flow::kBreak;
+      case Node::Type::kContinue: return Flow::kContinue;
+    }
+    return Flow::kNormal;
+  }
+
+  absl::Status Assign(const Node& n, Value v) {
+    if (!n.attr.empty()) {
+      Value ns = Lookup(n.targets[0]);
+      if (!ns.is_namespace) {
+        return absl::InvalidArgumentError(absl::StrCat("cannot set attribute of '", n.targets[0],
+                                                       "': it is not a namespace()"));
+      }
+      ns.Set(n.attr, std::move(v));  // shares the dict with the variable
+      return absl::OkStatus();
+    }
+    if (n.targets.size() == 1) {
+      scopes_.back()[n.targets[0]] = std::move(v);
+      return absl::OkStatus();
+    }
+    if (v.kind != Value::Kind::kList || v.list->size() != n.targets.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot unpack into ", n.targets.size(), " names"));
+    }
+    for (size_t k = 0; k < n.targets.size(); ++k) scopes_.back()[n.targets[k]] = (*v.list)[k];
+    return absl::OkStatus();
+  }
+
+  absl::Status Bind(const Node& n, const Value& item, Scope& scope) {
+    if (n.targets.size() == 1) {
+      scope[n.targets[0]] = item;
+      return absl::OkStatus();
+    }
+    if (item.kind != Value::Kind::kList || item.list->size() != n.targets.size()) {
+      return Bad(n.line, absl::StrCat("cannot unpack a ", KindName(item), " into ", n.targets.size(), " loop variables"));
+    }
+    for (size_t k = 0; k < n.targets.size(); ++k) scope[n.targets[k]] = (*item.list)[k];
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<Flow> ExecFor(const Node& n, Value& out) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(Value iterable, Eval(*n.expr));
+    List items;
+    if (iterable.kind == Value::Kind::kDict) {
+      for (const auto& [k, v] : *iterable.dict) items.push_back(Value::Str(k));
+    } else if (iterable.kind == Value::Kind::kList) {
+      items = *iterable.list;
+    } else if (iterable.kind == Value::Kind::kString) {
+      std::vector<Value> no_args;
+      Kwargs no_kwargs;
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value chars, ApplyFilter("list", iterable, no_args, no_kwargs));
+      items = *chars.list;
+    } else if (!iterable.IsUndefined() && iterable.kind != Value::Kind::kNone) {
+      return Bad(n.line, absl::StrCat("cannot loop over a ", KindName(iterable)));
+    } else if (iterable.kind == Value::Kind::kNone) {
+      return Bad(n.line, "cannot loop over none");
+    }
+    scopes_.emplace_back();
+    if (n.filter != nullptr) {
+      List kept;
+      for (const Value& item : items) {
+        ATTNSCOPE_RETURN_IF_ERROR(Bind(n, item, scopes_.back()));
+        auto pass = Eval(*n.filter);
+        if (!pass.ok()) {
+          scopes_.pop_back();
+          return pass.status();
+        }
+        if (Truthy(*pass)) kept.push_back(item);
+      }
+      items = std::move(kept);
+    }
+    const auto length = static_cast<int64_t>(items.size());
+    absl::StatusOr<Flow> flow = Flow::kNormal;
+    for (int64_t k = 0; k < length; ++k) {
+      scopes_.back().clear();
+      Value loop = Value::MakeDict({{"index", Value::Int(k + 1)},
+                                    {"index0", Value::Int(k)},
+                                    {"revindex", Value::Int(length - k)},
+                                    {"revindex0", Value::Int(length - k - 1)},
+                                    {"first", Value::Bool(k == 0)},
+                                    {"last", Value::Bool(k == length - 1)},
+                                    {"length", Value::Int(length)}});
+      if (k > 0) loop.Set("previtem", items[k - 1]);
+      if (k + 1 < length) loop.Set("nextitem", items[k + 1]);
+      scopes_.back()["loop"] = loop;
+      if (auto st = Bind(n, items[k], scopes_.back()); !st.ok()) {
+        flow = st;
+        break;
+      }
+      flow = Exec(n.body, out);
+      if (!flow.ok() || *flow == Flow::kBreak) break;
+    }
+    scopes_.pop_back();
+    if (!flow.ok()) return flow.status();
+    if (length == 0 && !n.else_body.empty()) return Exec(n.else_body, out);
+    return Flow::kNormal;
+  }
+
+  Value MakeMacro(const Node& n) {
+    return Value::Func([this, &n](std::vector<Value>& args, Kwargs& kwargs) -> absl::StatusOr<Value> {
+      if (depth_ >= kMaxMacroDepth) return Bad(n.line, "macros nested too deeply");
+      Scope params;
+      for (size_t k = 0; k < n.params.size(); ++k) {
+        const std::string& name = n.params[k].first;
+        Value v;
+        if (k < args.size()) {
+          v = args[k];
+        } else if (auto it = std::find_if(kwargs.begin(), kwargs.end(), [&](const auto& kw) { return kw.first == name; });
+                   it != kwargs.end()) {
+          v = it->second;
+        } else if (n.params[k].second != nullptr) {
+          ATTNSCOPE_ASSIGN_OR_RETURN(v, Eval(*n.params[k].second));
+        }
+        params[name] = std::move(v);
+      }
+      std::vector<Scope> saved = std::move(scopes_);
+      scopes_ = {saved.front(), saved[1], std::move(params)};
+      ++depth_;
+      Value out = Value::Str("");
+      auto flow = Exec(n.body, out);
+      --depth_;
+      scopes_ = std::move(saved);
+      if (!flow.ok()) return flow.status();
+      return out;
+    });
+  }
+
+  absl::StatusOr<Value> Arith(const Expr& e, const Value& a, const Value& b);
+  absl::StatusOr<Value> Eval(const Expr& e);
+
+  std::vector<Scope> scopes_;
+  int depth_ = 0;
+};
+
+absl::StatusOr<Value> Renderer::Arith(const Expr& e, const Value& a, const Value& b) {
+  const std::string& op = e.name;
+  if (op == "~") return Concat(ToStr(a), ToStr(b));
+  if (op == "==") return Value::Bool(Equal(a, b));
+  if (op == "!=") return Value::Bool(!Equal(a, b));
+  if (op == "in" || op == "not in") {
+    ATTNSCOPE_ASSIGN_OR_RETURN(bool in, ApplyTest("in", a, {b}));
+    return Value::Bool(in == (op == "in"));
+  }
+  if (op == "+" && a.IsString() && b.IsString()) return Concat(a, b);
+  if (op == "+" && a.kind == Value::Kind::kList && b.kind == Value::Kind::kList) {
+    List items = *a.list;
+    items.insert(items.end(), b.list->begin(), b.list->end());
+    return Value::MakeList(std::move(items));
+  }
+  if (op == "*" && a.IsString() && b.kind == Value::Kind::kInt) {
+    Value out = Value::Str("");
+    for (int64_t k = 0; k < b.i && out.s.size() < kMaxOutputBytes; ++k) AppendStr(out, a);
+    return out;
+  }
+  if ((op == "<" || op == ">" || op == "<=" || op == ">=") && a.IsString() && b.IsString()) {
+    const int c = a.s.compare(b.s);
+    return Value::Bool(op == "<" ? c < 0 : op == ">" ? c > 0 : op == "<=" ? c <= 0 : c >= 0);
+  }
+  const auto num = [](const Value& v) { return v.IsNumber() || v.kind == Value::Kind::kBool; };
+  if (!num(a) || !num(b)) {
+    return Bad(e.line, absl::StrCat("unsupported operand types for ", op, ": ", KindName(a), " and ", KindName(b)));
+  }
+  const double x = a.kind == Value::Kind::kBool ? a.b : a.AsDouble();
+  const double y = b.kind == Value::Kind::kBool ? b.b : b.AsDouble();
+  if (op == "<") return Value::Bool(x < y);
+  if (op == ">") return Value::Bool(x > y);
+  if (op == "<=") return Value::Bool(x <= y);
+  if (op == ">=") return Value::Bool(x >= y);
+  const bool ints = a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat;
+  const int64_t i = static_cast<int64_t>(x);
+  const int64_t j = static_cast<int64_t>(y);
+  if ((op == "/" || op == "//" || op == "%") && y == 0) return Bad(e.line, "division by zero");
+  if (op == "+") return ints ? Value::Int(i + j) : Value::Float(x + y);
+  if (op == "-") return ints ? Value::Int(i - j) : Value::Float(x - y);
+  if (op == "*") return ints ? Value::Int(i * j) : Value::Float(x * y);
+  if (op == "/") return Value::Float(x / y);
+  if (op == "//") {
+    if (ints) return Value::Int(i / j - ((i % j != 0) && ((i < 0) != (j < 0))));
+    return Value::Float(std::floor(x / y));
+  }
+  if (op == "%") {
+    if (ints) return Value::Int(((i % j) + j) % j);
+    return Value::Float(x - y * std::floor(x / y));
+  }
+  if (op == "**") return ints && j >= 0 ? Value::Int(static_cast<int64_t>(std::pow(x, y))) : Value::Float(std::pow(x, y));
+  return Bad(e.line, absl::StrCat("unsupported operator ", op));
+}
+
+absl::StatusOr<Value> Renderer::Eval(const Expr& e) {
+  switch (e.type) {
+    case Expr::Type::kLiteral: return e.value;
+    case Expr::Type::kName: return Lookup(e.name);
+    case Expr::Type::kAttr: {
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
+      if (obj.IsUndefined()) return Bad(e.line, absl::StrCat("'", e.name, "' of an undefined value"));
+      return GetAttr(obj, e.name);
+    }
+    case Expr::Type::kItem: {
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value key, Eval(*e.args[1]));
+      if (obj.IsUndefined()) return Bad(e.line, absl::StrCat("[", Repr(key), "] of an undefined value"));
+      return GetItem(obj, key);
+    }
+    case Expr::Type::kSlice: {
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value obj, Eval(*e.args[0]));
+      Value parts[3];
+      for (int k = 0; k < 3; ++k) {
+        if (e.args[k + 1] != nullptr) {
+          ATTNSCOPE_ASSIGN_OR_RETURN(parts[k], Eval(*e.args[k + 1]));
+        }
+      }
+      auto out = Slice(obj, parts[0], parts[1], parts[2]);
+      if (!out.ok()) return AtLine(e.line, out.status());
+      return out;
+    }
+    case Expr::Type::kCall:
+    case Expr::Type::kFilter:
+    case Expr::Type::kTest: {
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value target, Eval(*e.args[0]));
+      std::vector<Value> args;
+      for (size_t k = 1; k < e.args.size(); ++k) {
+        ATTNSCOPE_ASSIGN_OR_RETURN(Value a, Eval(*e.args[k]));
+        args.push_back(std::move(a));
+      }
+      Kwargs kwargs;
+      for (const auto& [name, expr] : e.kwargs) {
+        ATTNSCOPE_ASSIGN_OR_RETURN(Value a, Eval(*expr));
+        kwargs.emplace_back(name, std::move(a));
+      }
+      if (e.type == Expr::Type::kFilter) {
+        auto out = ApplyFilter(e.name, target, args, kwargs);
+        if (!out.ok()) return AtLine(e.line, out.status());
+        return out;
+      }
+      if (e.type == Expr::Type::kTest) {
+        auto pass = ApplyTest(e.name, target, args);
+        if (!pass.ok()) return AtLine(e.line, pass.status());
+        return Value::Bool(*pass != e.negate);
+      }
+      if (target.kind != Value::Kind::kFunction) {
+        return Bad(e.line, absl::StrCat("a ", KindName(target), " is not callable"));
+      }
+      auto out = (*target.fn)(args, kwargs);
+      if (!out.ok()) return AtLine(e.line, out.status());
+      return out;
+    }
+    case Expr::Type::kUnary: {
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value v, Eval(*e.args[0]));
+      if (e.name == "not") return Value::Bool(!Truthy(v));
+      if (!v.IsNumber()) return Bad(e.line, absl::StrCat("bad operand for unary ", e.name, ": ", KindName(v)));
+      if (e.name == "+") return v;
+      return v.kind == Value::Kind::kInt ? Value::Int(-v.i) : Value::Float(-v.f);
+    }
+    case Expr::Type::kAnd:
+    case Expr::Type::kOr: {
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value left, Eval(*e.args[0]));
+      if (Truthy(left) == (e.type == Expr::Type::kOr)) return left;
+      return Eval(*e.args[1]);
+    }
+    case Expr::Type::kBinary: {
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value a, Eval(*e.args[0]));
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value b, Eval(*e.args[1]));
+      auto out = Arith(e, a, b);
+      if (!out.ok()) return AtLine(e.line, out.status());
+      return out;
+    }
+    case Expr::Type::kCond: {
+      ATTNSCOPE_ASSIGN_OR_RETURN(Value c, Eval(*e.args[1]));
+      if (Truthy(c)) return Eval(*e.args[0]);
+      return e.args[2] != nullptr ? Eval(*e.args[2]) : Value{};
+    }
+    case Expr::Type::kList: {
+      List items;
+      for (const auto& a : e.args) {
+        ATTNSCOPE_ASSIGN_OR_RETURN(Value v, Eval(*a));
+        items.push_back(std::move(v));
+      }
+      return Value::MakeList(std::move(items));
+    }
+    case Expr::Type::kDict: {
+      Value dict = Value::MakeDict();
+      for (size_t k = 0; k + 1 < e.args.size(); k += 2) {
+        ATTNSCOPE_ASSIGN_OR_RETURN(Value key, Eval(*e.args[k]));
+        ATTNSCOPE_ASSIGN_OR_RETURN(Value v, Eval(*e.args[k + 1]));
+        dict.Set(ToStr(key).s, std::move(v));
+      }
+      return dict;
+    }
+  }
+  return Bad(e.line, "unknown expression");
+}
+
+}  // namespace
+
+absl::StatusOr<Value> Render(const Body& body, const Value& globals) {
+  Renderer renderer(globals);
+  Value out = Value::Str("");
+  ATTNSCOPE_RETURN_IF_ERROR(renderer.Exec(body, out).status());
+  return out;
+}
+
+}  // namespace attnscope::chat_template

@@ -1,0 +1,143 @@
+// Chat templates rendered as Hugging Face renders them: the fixtures'
+// Llama 3 and Qwen3 conversations byte for byte (and their ids through the
+// tokenizer.json tokenizer), the Jinja subset on small templates, the content
+// marks, and the errors.
+#include "service/chat_template/chat_template.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "service/tokenizer/hf_tokenizer.h"
+
+namespace attnscope::chat_template {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kDir = std::string(ATTNSCOPE_TEST_DATA_DIR) + "/tokenizers";
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class FixtureChatTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FixtureChatTest, RendersAndTokenizesLikeHuggingFace) {
+  const std::string name = GetParam();
+  auto model = LoadModelChatTemplate(kDir + "/" + name);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto tok = tokenizer::HfTokenizer::Load(kDir + "/" + name + "/tokenizer.json");
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const auto fixture = nlohmann::json::parse(ReadAll(kDir + "/" + name + "/" + name + "_chat.json"))["chat"];
+  // The variables Hugging Face passed are the ones read from tokenizer_config.json.
+  for (const auto& [key, value] : fixture["template_vars"].items()) {
+    EXPECT_EQ(model->variables[key], value) << key;
+  }
+  ASSERT_GE(fixture["renders"].size(), 2u);
+  for (const auto& render : fixture["renders"]) {
+    nlohmann::json vars = model->variables;
+    if (render.contains("enable_thinking")) vars["enable_thinking"] = render["enable_thinking"];
+    const bool gen = render["add_generation_prompt"];
+    auto out = model->chat_template.Render(fixture["messages"], gen, vars);
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->text, render["tokenize_false_text"].get<std::string>()) << "generation prompt " << gen;
+    auto enc = (*tok)->Encode(out->text);
+    ASSERT_TRUE(enc.ok());
+    EXPECT_EQ(enc->ids, render["tokenize_true_ids"].get<std::vector<int64_t>>());
+    // Every message's content appears, marked as content, and nothing else is.
+    size_t marked = 0;
+    for (bool c : out->content) marked += c;
+    size_t expected = 0;
+    for (const auto& m : fixture["messages"]) {
+      const std::string content = m["content"];
+      expected += content.size();
+      const size_t at = out->text.find(content);
+      ASSERT_NE(at, std::string::npos);
+      for (size_t k = at; k < at + content.size(); ++k) ASSERT_TRUE(out->content[k]) << k;
+    }
+    EXPECT_EQ(marked, expected);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, FixtureChatTest, ::testing::Values("llama3", "qwen3"));
+
+std::string RenderOrDie(const std::string& source, const nlohmann::json& vars = nlohmann::json::object(),
+                        const nlohmann::json& messages = nlohmann::json::parse(R"([{"role":"user","content":"Hi"}])")) {
+  auto t = ChatTemplate::Parse(source, "t");
+  EXPECT_TRUE(t.ok()) << t.status();
+  if (!t.ok()) return "";
+  auto out = t->Render(messages, false, vars);
+  EXPECT_TRUE(out.ok()) << out.status();
+  return out.ok() ? out->text : "";
+}
+
+TEST(ChatTemplate, JinjaSubset) {
+  EXPECT_EQ(RenderOrDie("{% for x in [1, 2, 3][::-1] %}{{ x }}{% if not loop.last %},{% endif %}{% endfor %}"), "3,2,1");
+  EXPECT_EQ(RenderOrDie("{{ 'a' ~ 1 ~ none }}|{{ 7 // 2 }}|{{ -7 % 3 }}|{{ 1 / 2 }}|{{ 2 ** 10 }}"), "a1None|3|2|0.5|1024");
+  EXPECT_EQ(RenderOrDie("{% set ns = namespace(n=0) %}{% for m in messages %}{% set ns.n = ns.n + 1 %}{% endfor %}{{ ns.n }}"), "1");
+  EXPECT_EQ(RenderOrDie("{% set x = 1 %}{% for m in messages %}{% set x = 2 %}{% endfor %}{{ x }}"), "1");
+  EXPECT_EQ(RenderOrDie("{{ '  Hi  ' | trim }}|{{ 'abc' | upper }}|{{ [1,2] | length }}|{{ undefined_thing | default('d') }}"),
+            "Hi|ABC|2|d");
+  EXPECT_EQ(RenderOrDie("{{ {'a': [1, 'x', none, true]} | tojson }}|{{ 'é\"' | tojson }}"),
+            "{\"a\": [1, \"x\", null, true]}|\"é\\\"\"");
+  EXPECT_EQ(RenderOrDie("{{ 'a-b-c'.split('-') | join('+') }}|{{ 'Hello'.startswith('He') }}|{{ 'x' in 'xyz' }}|{{ 3 not in [1] }}"),
+            "a+b+c|True|True|True");
+  EXPECT_EQ(RenderOrDie("{% if x is defined %}d{% elif y is none %}n{% else %}e{% endif %}", {{"y", nullptr}}), "n");
+  EXPECT_EQ(RenderOrDie("{{ 'yes' if messages[0]['role'] == 'user' else 'no' }}{{ messages[0].content[1:] }}"), "yesi");
+  EXPECT_EQ(RenderOrDie("{% macro greet(name, p='!') %}Hi {{ name }}{{ p }}{% endmacro %}{{ greet('A') }}{{ greet('B', p='?') }}"),
+            "Hi A!Hi B?");
+  EXPECT_EQ(RenderOrDie("{% set block %}in{{ 1 }}{% endset %}[{{ block }}]"), "[in1]");
+  EXPECT_EQ(RenderOrDie("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}={{ v }};{% endfor %}"), "a=1;b=2;");
+  EXPECT_EQ(RenderOrDie("{% for i in range(5) %}{% if i == 3 %}{% break %}{% endif %}{% if i == 1 %}{% continue %}{% endif %}{{ i }}{% endfor %}"),
+            "02");
+  EXPECT_EQ(RenderOrDie("{% for m in messages %}{{ loop.index }}/{{ loop.length }}{{ loop.previtem is defined }}{% endfor %}"),
+            "1/1False");
+  EXPECT_EQ(RenderOrDie("{{ 'a\\nb' | indent(2) }}|{{ 'hello world' | title }}|{{ 'x' | capitalize }}"), "a\n  b|Hello World|X");
+}
+
+TEST(ChatTemplate, WhitespaceControlAsHuggingFace) {
+  // trim_blocks drops the newline after a block tag; lstrip_blocks the
+  // indentation before one; "-" strips all whitespace on its side; a
+  // single trailing newline of the template is dropped.
+  EXPECT_EQ(RenderOrDie("{% if true %}\n  a\n  {% endif %}\nb\n"), "  a\nb");
+  EXPECT_EQ(RenderOrDie("x  {%- if true -%}  \n y {%- endif %}"), "xy");
+  EXPECT_EQ(RenderOrDie("{# comment #}\n{{ 'k' }}\n"), "k");
+}
+
+TEST(ChatTemplate, ContentMarksFollowStringOperations) {
+  auto t = ChatTemplate::Parse("[{{ messages[0].role }}]{{ (messages[0].content | trim).upper() + '!' }}", "t");
+  ASSERT_TRUE(t.ok());
+  auto out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"  hey "}])"), false, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->text, "[user]HEY!");
+  EXPECT_EQ(out->content, std::vector<bool>({false, false, false, false, false, false, true, true, true, false}));
+}
+
+TEST(ChatTemplate, ErrorsNameTheConstructAndLine) {
+  auto t = ChatTemplate::Parse("ok\n{% include 'other.jinja' %}", "dir/tokenizer_config.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "dir/tokenizer_config.json: chat template line 2: unsupported statement 'include'");
+  t = ChatTemplate::Parse("{{ x | frobnicate }}", "t");
+  ASSERT_TRUE(t.ok());
+  auto out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("line 1: unsupported filter 'frobnicate'"));
+  t = ChatTemplate::Parse("{% if messages[0].role != 'system' %}{{ raise_exception('System first!') }}{% endif %}", "t");
+  ASSERT_TRUE(t.ok());
+  out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("the template raised an exception: System first!"));
+  EXPECT_FALSE(ChatTemplate::Parse("{% for x in y %}", "t").ok());
+  EXPECT_FALSE(ChatTemplate::Parse("{{ 'unclosed }}", "t").ok());
+  EXPECT_THAT(ParseMessages("[{\"role\": \"user\"}]", "chat.json").status().message(),
+              HasSubstr("chat.json: [0].content"));
+  EXPECT_EQ(LoadModelChatTemplate(kDir + "/llama2").status().code(), absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace attnscope::chat_template
