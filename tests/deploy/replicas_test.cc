@@ -250,6 +250,42 @@ class Load {
   std::vector<std::thread> threads_;
 };
 
+// Every failed request was in flight when the replica was killed (started
+// before the kill ended, ended after it began) and failed with UNAVAILABLE.
+void ExpectOnlyRequestsInFlightFailed(const std::vector<Request>& requests,
+                                      Clock::time_point kill_start, Clock::time_point kill_end) {
+  int failed = 0, ok = 0;
+  for (const Request& r : requests) {
+    if (r.code == grpc::StatusCode::OK) {
+      ++ok;
+      continue;
+    }
+    ++failed;
+    EXPECT_EQ(r.code, grpc::StatusCode::UNAVAILABLE) << r.message;
+    EXPECT_LE(r.start, kill_end) << "a request sent after the kill failed: " << r.message;
+    EXPECT_GE(r.end, kill_start) << "a request failed before the kill: " << r.message;
+  }
+  EXPECT_LE(failed, kClientThreads);  // At most one in flight per client thread.
+  EXPECT_GE(ok, 15);
+  std::cout << "requests: " << ok << " ok, " << failed
+            << " failed (in flight on the killed replica)\n";
+}
+
+// How many instances Prometheus shows with served Analyze requests, polled
+// (60 s at most) until there are `expected`.
+std::size_t ServedInstances(testing::PrometheusProcess& prometheus, std::size_t expected) {
+  std::map<std::string, std::string> served;
+  for (const auto deadline = Clock::now() + std::chrono::seconds(60); Clock::now() < deadline;) {
+    served = prometheus.Query(
+        "sum by (instance) "
+        "(attnscope_requests_total{job=\"attnscope\",rpc=\"Analyze\",code=\"OK\"}) > 0",
+        "instance");
+    if (served.size() == expected) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return served.size();
+}
+
 TEST_F(ReplicasTest, RoundRobinSurvivesAReplicaRestartAndPrometheusSeesAllThree) {
   char dir[] = "/tmp/attnscope-replicas-XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
@@ -285,35 +321,11 @@ TEST_F(ReplicasTest, RoundRobinSurvivesAReplicaRestartAndPrometheusSeesAllThree)
   EXPECT_GE(after[1], 3) << "the restarted replica gets no requests";
   load.Stop();
 
-  // Only requests in flight on the killed replica failed, with UNAVAILABLE.
-  int failed = 0, ok = 0;
-  for (const Request& r : load.requests()) {
-    if (r.code == grpc::StatusCode::OK) {
-      ++ok;
-      continue;
-    }
-    ++failed;
-    EXPECT_EQ(r.code, grpc::StatusCode::UNAVAILABLE) << r.message;
-    EXPECT_LE(r.start, kill_end) << "a request sent after the kill failed: " << r.message;
-    EXPECT_GE(r.end, kill_start) << "a request failed before the kill: " << r.message;
-  }
-  EXPECT_LE(failed, kClientThreads);
-  EXPECT_GE(ok, 15);
-  std::cout << "requests: " << ok << " ok, " << failed
-            << " failed (in flight on the killed replica)\n";
+  ExpectOnlyRequestsInFlightFailed(load.requests(), kill_start, kill_end);
 
   // Prometheus scrapes all three again and sees the restarted one's requests.
   EXPECT_EQ(prometheus->QueryUntil("up{job=\"attnscope\"}", "instance", all_up), all_up);
-  std::map<std::string, std::string> served;
-  for (const auto deadline = Clock::now() + std::chrono::seconds(60); Clock::now() < deadline;) {
-    served = prometheus->Query(
-        "sum by (instance) "
-        "(attnscope_requests_total{job=\"attnscope\",rpc=\"Analyze\",code=\"OK\"}) > 0",
-        "instance");
-    if (served.size() == 3) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  EXPECT_EQ(served.size(), 3u);
+  EXPECT_EQ(ServedInstances(*prometheus, 3), 3u);
   prometheus.reset();
   std::filesystem::remove_all(dir);
 }
