@@ -14,7 +14,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev grpc-proto
   prometheus-cpp-dev prometheus
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev
   chromium
 )

@@ -14,10 +14,12 @@ constexpr int kExitUsage = 2;
 
 int RunTokenize(const std::vector<std::string>& args);
 // analyze, generate and models also run against a server: `server` is the
-// HOST:PORT of --server, "" to run locally.
+// target of --server (HOST:PORT or a gRPC target URI), "" to run locally.
 int RunAnalyze(const std::vector<std::string>& args, const std::string& server = "");
 int RunGenerate(const std::vector<std::string>& args, const std::string& server = "");
 int RunModels(const std::vector<std::string>& args, const std::string& server = "");
+// health needs a server: a grpc.health.v1 check (exit 0 only when SERVING).
+int RunHealth(const std::vector<std::string>& args, const std::string& server);
 int RunHeads(const std::vector<std::string>& args);
 int RunAblate(const std::vector<std::string>& args);
 

@@ -7,7 +7,7 @@
 
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] <command> [options]
+constexpr char kHelp[] = R"(Usage: attnscope [--server TARGET] <command> [options]
 
 Commands:
   tokenize   text -> token ids, token strings and byte offsets
@@ -18,14 +18,18 @@ Commands:
   heads      scan every head on the induction probe: previous-token,
              induction and sink scores, and the loss on each half
   ablate     switch heads off and measure the loss on each half of the probe
+  health     ask a server's gRPC health service whether it serves (--server)
 
-With --server HOST:PORT, analyze, generate and models run on a running
+With --server TARGET, analyze, generate and models run on a running
 attnscope-server instead of loading a model here; the output is the same.
+TARGET is HOST:PORT or a gRPC target URI naming several replicas, e.g.
+dns:///attnscope.example:50051 or ipv4:10.0.0.1:50051,10.0.0.2:50051;
+requests go round robin over every address (gRPC's round_robin policy).
 
 Run 'attnscope <command> --help' for the options of a command.
 )";
 
-// Takes a leading "--server HOST:PORT" (or "--server=HOST:PORT") off `args`.
+// Takes a leading "--server TARGET" (or "--server=TARGET") off `args`.
 // False (with a message) when the address is missing.
 bool TakeServer(std::vector<std::string>& args, std::string* server) {
   if (args.empty()) return true;
@@ -35,7 +39,7 @@ bool TakeServer(std::vector<std::string>& args, std::string* server) {
     args.erase(args.begin());
   } else if (first == "--server") {
     if (args.size() < 2) {
-      std::cerr << "attnscope: --server needs HOST:PORT\n";
+      std::cerr << "attnscope: --server needs HOST:PORT or a gRPC target URI\n";
       return false;
     }
     *server = args[1];
@@ -43,7 +47,7 @@ bool TakeServer(std::vector<std::string>& args, std::string* server) {
   } else {
     return true;
   }
-  if (server->empty()) std::cerr << "attnscope: --server needs HOST:PORT\n";
+  if (server->empty()) std::cerr << "attnscope: --server needs HOST:PORT or a gRPC target URI\n";
   return !server->empty();
 }
 
@@ -66,9 +70,10 @@ int main(int argc, char** argv) {
   if (command == "analyze") return attnscope::cli::RunAnalyze(args, server);
   if (command == "generate") return attnscope::cli::RunGenerate(args, server);
   if (command == "models") return attnscope::cli::RunModels(args, server);
+  if (command == "health") return attnscope::cli::RunHealth(args, server);
   if (!server.empty()) {
-    std::cerr << "attnscope: --server works with analyze, generate and models; run '" << command
-              << "' without it\n";
+    std::cerr << "attnscope: --server works with analyze, generate, models and health; run '"
+              << command << "' without it\n";
     return attnscope::cli::kExitUsage;
   }
   if (command == "tokenize") return attnscope::cli::RunTokenize(args);

@@ -1,12 +1,13 @@
 #include "service/rpc/remote_client.h"
 
+#include <chrono>
 #include <utility>
 
-#include "grpcpp/client_context.h"
-#include "grpcpp/create_channel.h"
-#include "grpcpp/security/credentials.h"
 #include "attnscope/v1/attnscope.grpc.pb.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/client_context.h"
 #include "service/core/status_macros.h"
+#include "service/rpc/client_channel.h"
 #include "service/rpc/proto_convert.h"
 #include "service/rpc/status_codes.h"
 
@@ -45,12 +46,28 @@ struct AnalyzeEvents {
 }  // namespace
 
 struct RemoteClient::Impl {
+  std::string target;
+  std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Analyzer::Stub> stub;
+
+  // The call's status; gRPC reports a target it cannot parse only as an
+  // UNKNOWN "Failed to create ... channel", so that one names the target.
+  absl::Status Finish(const grpc::Status& status) const {
+    if (status.error_code() == grpc::StatusCode::UNKNOWN &&
+        status.error_message().find("Failed to create") != std::string::npos) {
+      return absl::InvalidArgumentError(
+          "--server '" + target +
+          "' is not a gRPC target: use HOST:PORT, dns:///HOST:PORT or "
+          "ipv4:ADDR:PORT,ADDR:PORT,... (gRPC logs the reason above)");
+    }
+    return FromGrpcStatus(status);
+  }
 };
 
-RemoteClient::RemoteClient(const std::string& address) : impl_(std::make_unique<Impl>()) {
-  impl_->stub =
-      v1::Analyzer::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+RemoteClient::RemoteClient(const std::string& target) : impl_(std::make_unique<Impl>()) {
+  impl_->target = target;
+  impl_->channel = CreateClientChannel(target);
+  impl_->stub = v1::Analyzer::NewStub(impl_->channel);
 }
 
 RemoteClient::~RemoteClient() = default;
@@ -59,10 +76,23 @@ absl::StatusOr<std::vector<ModelDescription>> RemoteClient::ListModels() {
   grpc::ClientContext context;
   v1::ListModelsResponse response;
   ATTNSCOPE_RETURN_IF_ERROR(
-      FromGrpcStatus(impl_->stub->ListModels(&context, v1::ListModelsRequest(), &response)));
+      impl_->Finish(impl_->stub->ListModels(&context, v1::ListModelsRequest(), &response)));
   std::vector<ModelDescription> out;
   for (const v1::ModelInfo& info : response.models()) out.push_back(ModelFromProto(info));
   return out;
+}
+
+absl::StatusOr<std::string> RemoteClient::CheckHealth(const std::string& service,
+                                                      double timeout_seconds) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6)));
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->Finish(
+      grpc::health::v1::Health::NewStub(impl_->channel)->Check(&context, request, &response)));
+  return grpc::health::v1::HealthCheckResponse::ServingStatus_Name(response.status());
 }
 
 absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Analyze(
@@ -85,7 +115,7 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
     if (event.has_layer()) events.layers.push_back(event.layer());
     if (event.has_summary()) events.summary = event.summary();
   }
-  ATTNSCOPE_RETURN_IF_ERROR(FromGrpcStatus(reader->Finish()));
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->Finish(reader->Finish()));
   if (!events.tokens || !events.summary) return Malformed("no tokens or no summary event");
 
   engine::AnalysisRun run;
@@ -133,7 +163,7 @@ absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model
       have_summary = true;
     }
   }
-  ATTNSCOPE_RETURN_IF_ERROR(FromGrpcStatus(reader->Finish()));
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->Finish(reader->Finish()));
   if (!have_prompt || !have_summary) return Malformed("no prompt or no summary event");
   if (prompt.text.has_value()) out.prompt.text = *prompt.text;
   return out;

@@ -37,12 +37,20 @@ struct RemoteGeneration {
 
 class RemoteClient {
  public:
-  // `address` is host:port. Nothing is sent until the first call.
-  explicit RemoteClient(const std::string& address);
+  // `target` is host:port or any gRPC target URI (dns:///host:port,
+  // ipv4:a:p1,b:p2, ...); calls are spread over every address it resolves to
+  // with gRPC's round_robin policy (see client_channel.h). Nothing is sent
+  // until the first call.
+  explicit RemoteClient(const std::string& target);
   ~RemoteClient();
 
   // Errors: the gRPC status with the message "CODE_NAME: message".
   absl::StatusOr<std::vector<ModelDescription>> ListModels();
+
+  // grpc.health.v1 Check of `service` ("" = the whole server) with a
+  // deadline: the serving status's name ("SERVING", "NOT_SERVING", ...), or
+  // the gRPC error (UNAVAILABLE when nothing answers, DEADLINE_EXCEEDED).
+  absl::StatusOr<std::string> CheckHealth(const std::string& service, double timeout_seconds);
 
   // Analyze with the settings' threshold, structure and query block size
   // (record_tensors, should_stop and extra observers do not travel).

@@ -97,6 +97,15 @@ int ChildProcess::Stop(double timeout_seconds) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+int ChildProcess::Kill() {
+  if (pid_ <= 0) return -1;
+  kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 std::string ChildProcess::Stderr() const {
   std::ifstream in(stderr_path_);
   std::ostringstream s;

@@ -25,6 +25,9 @@ class ChildProcess {
   // SIGTERM, then SIGKILL after `timeout_seconds`; returns the exit code
   // (128 + signal if killed by one).
   int Stop(double timeout_seconds);
+  // SIGKILL (a crash: nothing is drained), waits for the exit; returns
+  // 128 + SIGKILL, or -1 if the process was already stopped.
+  int Kill();
   // Everything written to stderr so far.
   std::string Stderr() const;
 

@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "service/metrics/service_metrics.h"
+#include "tests/deploy/registered_metrics.h"
 #include "tests/metrics/metrics_test_support.h"
 
 namespace attnscope::metrics {
@@ -22,6 +23,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::ProcessResult;
+using testing::RegisteredSeries;
 using testing::RunProcess;
 
 std::string DeployFile(const std::string& name) {
@@ -39,23 +41,6 @@ ProcessResult Promtool(const std::vector<std::string>& args) {
   std::vector<std::string> argv = {ATTNSCOPE_PROMTOOL};
   argv.insert(argv.end(), args.begin(), args.end());
   return RunProcess(argv, "");
-}
-
-// Every series name a query may use, mapped to its family: counters and
-// gauges by family name, histograms by their _bucket, _sum and _count series.
-std::map<std::string, std::string> RegisteredSeries() {
-  ServiceMetrics metrics;
-  std::map<std::string, std::string> series;
-  for (const ServiceMetrics::FamilyInfo& family : metrics.families()) {
-    if (family.type == "histogram") {
-      for (const char* suffix : {"_bucket", "_sum", "_count"}) {
-        series[family.name + suffix] = family.name;
-      }
-    } else {
-      series[family.name] = family.name;
-    }
-  }
-  return series;
 }
 
 // Every identifier in `text` that names one of the service's series: those
@@ -115,6 +100,10 @@ std::map<std::string, std::string> DashboardQueries(const nlohmann::json& dashbo
     }
   }
   for (const nlohmann::json& variable : dashboard.at("templating").at("list")) {
+    // The DS_PROMETHEUS data-source variable has no query: it lets a
+    // provisioned copy of the dashboard (compose, the Kubernetes sidecar)
+    // resolve ${DS_PROMETHEUS}, which only the import dialog fills in.
+    if (variable.at("type") == "datasource") continue;
     queries["$" + variable.at("name").get<std::string>()] = variable.at("definition");
   }
   return queries;
@@ -178,6 +167,31 @@ TEST(DeployTest, AlertsNameOnlyRegisteredMetrics) {
   for (const std::string& name : used) EXPECT_EQ(registered.count(name), 1u) << name;
 }
 
+TEST(DeployTest, DashboardResolvesItsDataSourceWhenProvisioned) {
+  // Provisioned dashboards skip the import dialog that fills ${DS_PROMETHEUS}:
+  // a data-source variable of that name resolves it instead.
+  bool found = false;
+  const nlohmann::json dashboard = Dashboard();
+  for (const nlohmann::json& variable : dashboard.at("templating").at("list")) {
+    if (variable.at("name") != "DS_PROMETHEUS") continue;
+    found = true;
+    EXPECT_EQ(variable.at("type"), "datasource");
+    EXPECT_EQ(variable.at("query"), "prometheus");
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST(DeployTest, DashboardSplitsByReplica) {
+  // Every query filters on the instance variable, and one panel sums by it.
+  bool split = false;
+  for (const auto& [where, expr] : DashboardQueries(Dashboard())) {
+    if (where.front() == '$') continue;
+    EXPECT_THAT(expr, HasSubstr("instance=~\"$instance\"")) << where;
+    split = split || expr.find("sum by (instance)") != std::string::npos;
+  }
+  EXPECT_TRUE(split);
+}
+
 TEST(DeployTest, DashboardIsImportable) {
   const nlohmann::json dashboard = Dashboard();
   ASSERT_EQ(dashboard.at("__inputs").size(), 1u);
@@ -223,8 +237,8 @@ TEST(DeployTest, DashboardQueriesAreValidPromQL) {
   int n = 0;
   for (const auto& [where, expr] : DashboardQueries(Dashboard())) {
     if (where.front() == '$') continue;  // label_values() is Grafana's, not PromQL.
-    const std::string promql =
-        ReplaceAll(ReplaceAll(expr, "$__rate_interval", "5m"), "$model", ".*");
+    const std::string promql = ReplaceAll(
+        ReplaceAll(ReplaceAll(expr, "$__rate_interval", "5m"), "$model", ".*"), "$instance", ".*");
     rules += "      - record: dashboard:query" + std::to_string(n++) +
              "\n        expr: " + nlohmann::json(promql).dump() + "\n";
   }

@@ -1,0 +1,27 @@
+#include "service/rpc/client_channel.h"
+
+#include "grpc/grpc.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+
+namespace attnscope::rpc {
+
+const char kRoundRobinServiceConfig[] = R"({"loadBalancingConfig":[{"round_robin":{}}]})";
+
+namespace {
+// gRPC's default caps reconnect attempts at 120 s apart; a replica that comes
+// back should not wait that long for traffic.
+constexpr int kMaxReconnectBackoffMs = 5000;
+constexpr int kInitialReconnectBackoffMs = 250;
+}  // namespace
+
+std::shared_ptr<grpc::Channel> CreateClientChannel(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetServiceConfigJSON(kRoundRobinServiceConfig);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kInitialReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+}  // namespace attnscope::rpc

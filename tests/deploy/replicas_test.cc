@@ -1,0 +1,334 @@
+// Several replicas on loopback: three real attnscope-server processes (port
+// 0), clients over an "ipv4:" target with gRPC's round_robin (the CLI, and
+// the generated stub on the channel the CLI uses, rpc::CreateClientChannel),
+// one replica killed (SIGKILL) and restarted mid-run, and Debian's Prometheus
+// scraping all three.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attnscope/v1/attnscope.grpc.pb.h"
+#include "grpcpp/client_context.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "service/rpc/client_channel.h"
+#include "tests/deploy/child_process.h"
+#include "tests/deploy/prometheus_process.h"
+#include "tests/metrics/metrics_test_support.h"
+
+namespace attnscope::deploy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using metrics::testing::ChildProcess;
+
+constexpr int kReplicas = 3;
+constexpr int kClientThreads = 3;
+
+struct Replica {
+  std::unique_ptr<ChildProcess> process;
+  std::string address;          // gRPC, 127.0.0.1:PORT
+  std::string metrics_address;  // 127.0.0.1:PORT
+};
+
+// The part after `prefix` of the first stdout line that starts with it.
+std::string ReadAfter(ChildProcess& process, const std::string& prefix) {
+  std::string line;
+  while (process.ReadLine(&line, 120)) {
+    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+  }
+  return "";
+}
+
+// Starts attnscope-server on the given addresses (port 0 picks one).
+::testing::AssertionResult StartReplica(const std::string& listen,
+                                        const std::string& metrics_listen, Replica* replica) {
+  std::string error;
+  replica->process = ChildProcess::Start(
+      {std::string(ATTNSCOPE_BIN_DIR) + "/attnscope-server", "--listen", listen, "--metrics-listen",
+       metrics_listen, "--threads", "1", "--drain-seconds", "2"},
+      &error);
+  if (!replica->process) return ::testing::AssertionFailure() << error;
+  replica->address = ReadAfter(*replica->process, "attnscope-server listening on ");
+  replica->metrics_address = ReadAfter(*replica->process, "metrics on ");
+  if (replica->metrics_address.empty()) {
+    return ::testing::AssertionFailure() << "no addresses: " << replica->process->Stderr();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
+
+// attnscope_requests_total{rpc="Analyze",code="OK"} in the replica's own
+// /metrics; -1 if it cannot be read.
+double AnalyzeOk(const Replica& replica) {
+  const metrics::testing::HttpReply reply =
+      metrics::testing::HttpGet(PortOf(replica.metrics_address), "/metrics");
+  if (reply.status != 200) return -1;
+  std::istringstream lines(reply.body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("attnscope_requests_total{", 0) == 0 &&
+        line.find("rpc=\"Analyze\"") != std::string::npos &&
+        line.find("code=\"OK\"") != std::string::npos) {
+      return std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  }
+  return 0;  // The family appears with its first request.
+}
+
+struct Request {
+  Clock::time_point start, end;
+  grpc::StatusCode code = grpc::StatusCode::UNKNOWN;
+  std::string message;
+};
+
+// One Analyze of a short prompt, read to the end.
+Request Analyze(v1::Analyzer::Stub& stub, const std::string& text) {
+  Request r;
+  r.start = Clock::now();
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  v1::AnalyzeRequest request;
+  request.set_text(text);
+  auto reader = stub.Analyze(&context, request);
+  v1::AnalyzeEvent event;
+  bool summary = false;
+  while (reader->Read(&event)) summary = summary || event.has_summary();
+  const grpc::Status status = reader->Finish();
+  r.end = Clock::now();
+  r.code = status.ok() && !summary ? grpc::StatusCode::DATA_LOSS : status.error_code();
+  r.message = status.error_message();
+  return r;
+}
+
+class ReplicasTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (Replica& replica : replicas_) {
+      ASSERT_TRUE(StartReplica("127.0.0.1:0", "127.0.0.1:0", &replica));
+    }
+    target_ = "ipv4:";
+    for (const Replica& replica : replicas_) {
+      target_ += (target_.size() > 5 ? "," : "") + replica.address;
+    }
+  }
+
+  void TearDown() override {
+    for (Replica& replica : replicas_) {
+      if (replica.process) {
+        EXPECT_EQ(replica.process->Stop(20), 0) << replica.process->Stderr();
+      }
+    }
+  }
+
+  // Polls every replica's /metrics until `done` holds for the counts
+  // (bounded: 60 s); the last counts. A stopped replica counts -1.
+  template <typename Done>
+  std::vector<double> AnalyzeOkUntil(Done done) {
+    std::vector<double> counts;
+    for (const auto deadline = Clock::now() + std::chrono::seconds(60); Clock::now() < deadline;) {
+      counts.clear();
+      for (const Replica& replica : replicas_) {
+        counts.push_back(replica.process ? AnalyzeOk(replica) : -1);
+      }
+      if (done(counts)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return counts;
+  }
+
+  Replica replicas_[kReplicas];
+  std::string target_;
+};
+
+TEST_F(ReplicasTest, CliTakesTargetUrisAndChecksHealth) {
+  const std::string bin = std::string(ATTNSCOPE_BIN_DIR) + "/attnscope";
+  const auto cli = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {bin};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return metrics::testing::RunProcess(argv, "");
+  };
+  auto result = cli({"--server", target_, "models"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("tiny-gpt2"), std::string::npos) << result.output;
+  result = cli({"--server", "dns:///" + replicas_[1].address, "analyze", "--text", "Hello world"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+  EXPECT_NE(result.output.find("Context health"), std::string::npos) << result.output;
+  // The readiness probe of deploy/kubernetes asks for attnscope.v1.Analyzer.
+  for (const char* service : {"", "attnscope.v1.Analyzer"}) {
+    result = cli({"--server", target_, "health", "--service", service});
+    EXPECT_EQ(result.exit_code, 0) << result.output;
+    EXPECT_EQ(result.output, "SERVING\n");
+  }
+  result = cli({"--server", replicas_[0].address, "health", "--service", "no.such.Service"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("NOT_FOUND"), std::string::npos) << result.output;
+  result = cli({"--server", "ipv4:not-an-address", "models"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.output.find("'ipv4:not-an-address' is not a gRPC target"), std::string::npos)
+      << result.output;
+
+  // Each CLI call is one request on a fresh channel: it goes to whichever
+  // replica's connection is ready first, so the spread is left to the
+  // long-lived channel of the next test. Every call lands on some replica.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(cli({"--server", target_, "analyze", "--ids", "464,3797"}).exit_code, 0);
+  }
+  const std::vector<double> counts =
+      AnalyzeOkUntil([](const std::vector<double>& c) { return c[0] + c[1] + c[2] == 3; });
+  EXPECT_EQ(counts[0] + counts[1] + counts[2], 3);  // + the dns:/// one
+
+  // With one replica gone, round_robin skips its address.
+  EXPECT_EQ(replicas_[0].process->Stop(20), 0);
+  replicas_[0].process.reset();
+  for (int i = 0; i < 3; ++i) {
+    result = cli({"--server", target_, "analyze", "--ids", "464,3797"});
+    ASSERT_EQ(result.exit_code, 0) << result.output;
+  }
+  result = cli({"--server", target_, "health"});
+  EXPECT_EQ(result.exit_code, 0) << result.output;
+}
+
+// Client threads that send Analyze requests back to back over one channel
+// until stopped, recording every request.
+class Load {
+ public:
+  Load(const std::string& target, int threads)
+      : stub_(v1::Analyzer::NewStub(rpc::CreateClientChannel(target))) {
+    for (int t = 0; t < threads; ++t) {
+      threads_.emplace_back([this, t] {
+        for (int i = 0; !stop_; ++i) {
+          Request r =
+              Analyze(*stub_, "Replica test " + std::to_string(t) + " " + std::to_string(i));
+          std::lock_guard<std::mutex> lock(mutex_);
+          requests_.push_back(r);
+        }
+      });
+    }
+  }
+  ~Load() { Stop(); }
+  void Stop() {
+    stop_ = true;
+    for (std::thread& thread : threads_) {
+      if (thread.joinable()) thread.join();
+    }
+  }
+  std::size_t Finished() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_.size();
+  }
+  // Waits (60 s at most) until `n` requests have finished in all.
+  bool WaitFinished(std::size_t n) {
+    for (const auto deadline = Clock::now() + std::chrono::seconds(60); Clock::now() < deadline;) {
+      if (Finished() >= n) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  }
+  std::vector<Request> requests() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return requests_;
+  }
+
+ private:
+  std::unique_ptr<v1::Analyzer::Stub> stub_;
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::vector<Request> requests_;
+  std::vector<std::thread> threads_;
+};
+
+// Every failed request was in flight when the replica was killed (started
+// before the kill ended, ended after it began) and failed with UNAVAILABLE.
+void ExpectOnlyRequestsInFlightFailed(const std::vector<Request>& requests,
+                                      Clock::time_point kill_start, Clock::time_point kill_end) {
+  int failed = 0, ok = 0;
+  for (const Request& r : requests) {
+    if (r.code == grpc::StatusCode::OK) {
+      ++ok;
+      continue;
+    }
+    ++failed;
+    EXPECT_EQ(r.code, grpc::StatusCode::UNAVAILABLE) << r.message;
+    EXPECT_LE(r.start, kill_end) << "a request sent after the kill failed: " << r.message;
+    EXPECT_GE(r.end, kill_start) << "a request failed before the kill: " << r.message;
+  }
+  EXPECT_LE(failed, kClientThreads);  // At most one in flight per client thread.
+  EXPECT_GE(ok, 15);
+  std::cout << "requests: " << ok << " ok, " << failed
+            << " failed (in flight on the killed replica)\n";
+}
+
+// How many instances Prometheus shows with served Analyze requests, polled
+// (60 s at most) until there are `expected`.
+std::size_t ServedInstances(testing::PrometheusProcess& prometheus, std::size_t expected) {
+  std::map<std::string, std::string> served;
+  for (const auto deadline = Clock::now() + std::chrono::seconds(60); Clock::now() < deadline;) {
+    served = prometheus.Query(
+        "sum by (instance) "
+        "(attnscope_requests_total{job=\"attnscope\",rpc=\"Analyze\",code=\"OK\"}) > 0",
+        "instance");
+    if (served.size() == expected) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return served.size();
+}
+
+TEST_F(ReplicasTest, RoundRobinSurvivesAReplicaRestartAndPrometheusSeesAllThree) {
+  char dir[] = "/tmp/attnscope-replicas-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  std::string failure;
+  auto prometheus = testing::PrometheusProcess::Start(
+      {replicas_[0].metrics_address, replicas_[1].metrics_address, replicas_[2].metrics_address},
+      dir, &failure);
+  ASSERT_NE(prometheus, nullptr) << failure;
+  const std::map<std::string, std::string> all_up = {{replicas_[0].metrics_address, "1"},
+                                                     {replicas_[1].metrics_address, "1"},
+                                                     {replicas_[2].metrics_address, "1"}};
+  EXPECT_EQ(prometheus->QueryUntil("up{job=\"attnscope\"}", "instance", all_up), all_up);
+
+  Load load(target_, kClientThreads);
+  // Requests land on all three before the kill.
+  std::vector<double> before = AnalyzeOkUntil(
+      [](const std::vector<double>& c) { return c[0] >= 2 && c[1] >= 2 && c[2] >= 2; });
+  for (int i = 0; i < kReplicas; ++i)
+    ASSERT_GE(before[i], 2) << "replica " << i << " got no requests";
+
+  // Replica 1 crashes; it comes back on the same addresses.
+  const Clock::time_point kill_start = Clock::now();
+  EXPECT_EQ(replicas_[1].process->Kill(), 128 + SIGKILL);
+  const Clock::time_point kill_end = Clock::now();
+  const std::size_t finished_at_kill = load.Finished();
+  ASSERT_TRUE(load.WaitFinished(finished_at_kill + 9)) << "the other two replicas stopped serving";
+  const std::string address = replicas_[1].address, metrics_address = replicas_[1].metrics_address;
+  ASSERT_TRUE(StartReplica(address, metrics_address, &replicas_[1]));
+  ASSERT_EQ(replicas_[1].address, address);
+  // The restarted replica gets requests again (its counter restarted at 0).
+  std::vector<double> after =
+      AnalyzeOkUntil([](const std::vector<double>& c) { return c[1] >= 3; });
+  EXPECT_GE(after[1], 3) << "the restarted replica gets no requests";
+  load.Stop();
+
+  ExpectOnlyRequestsInFlightFailed(load.requests(), kill_start, kill_end);
+
+  // Prometheus scrapes all three again and sees the restarted one's requests.
+  EXPECT_EQ(prometheus->QueryUntil("up{job=\"attnscope\"}", "instance", all_up), all_up);
+  EXPECT_EQ(ServedInstances(*prometheus, 3), 3u);
+  prometheus.reset();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace attnscope::deploy
