@@ -8,7 +8,7 @@ ModelDescription DescribeModel(const std::string& name, const engine::ModelBundl
   const model::ModelConfig& c = bundle.config();
   ModelDescription d;
   d.name = name;
-  d.architecture = std::string(model::ArchitectureName(c.architecture));
+  d.architecture = c.model_type;
   d.num_layers = c.num_layers;
   d.num_heads = c.num_heads;
   d.num_kv_heads = c.num_kv_heads;
