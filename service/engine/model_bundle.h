@@ -21,8 +21,10 @@ struct ModelBundle {
   const model::ModelConfig& config() const { return model->config(); }
 };
 
-// Loads config.json + safetensors weights, and vocab.json + merges.txt when
-// present. Errors name the directory and the file at fault.
+// Loads config.json + safetensors weights (with a progress line on stderr
+// when it is a terminal), and for GPT-2 and OPT vocab.json + merges.txt when
+// present; other families take prompts as ids. Errors name the directory and
+// the file at fault.
 absl::StatusOr<std::unique_ptr<ModelBundle>> LoadModelBundle(const std::string& directory);
 
 // The bundled default model: $ATTNSCOPE_MODEL_DIR if set, else the
