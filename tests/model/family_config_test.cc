@@ -159,6 +159,7 @@ TEST(FamilyConfigTest, YarnExplicitFactorWins) {
   EXPECT_EQ(r.original_max_positions, 32768);
   EXPECT_NEAR(r.attention_scaling, 0.1 * std::log(4.0) + 1.0, 1e-12);
   EXPECT_DOUBLE_EQ(r.beta_fast, 32.0);
+  EXPECT_EQ(c.max_positions, 4 * 32768);  // what yarn scaling is for
 }
 
 TEST(FamilyConfigTest, Phi3LongRope) {

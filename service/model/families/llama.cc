@@ -1,5 +1,6 @@
 // Llama 2/3 (LlamaForCausalLM): RMSNorm, rotary embedding, grouped-query
 // attention, SiLU-gated MLP. The template the Llama-shaped families modify.
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -60,6 +61,13 @@ absl::StatusOr<ModelConfig> ParseLlamaLike(const ConfigReader& c, const LlamaDef
   ATTNSCOPE_ASSIGN_OR_RETURN(double partial, PartialRotaryFactor(c, {"partial_rotary_factor"}, 1.0));
   ATTNSCOPE_ASSIGN_OR_RETURN(s.rope,
                              ParseRope(c, d.rope_theta, m.head_dim, partial, m.max_positions));
+  // Dynamic NTK and yarn exist to run past the trained context.
+  if (s.rope.kind == RopeKind::kDynamic || s.rope.kind == RopeKind::kYarn) {
+    const int64_t base = s.rope.kind == RopeKind::kYarn ? s.rope.original_max_positions
+                                                        : m.max_positions;
+    m.max_positions =
+        std::max(m.max_positions, static_cast<int64_t>(std::floor(s.rope.factor * base)));
+  }
   AttentionSpec& a = s.attention;
   a.num_heads = m.num_heads;
   a.num_kv_heads = m.num_kv_heads;
