@@ -26,8 +26,9 @@ class TerminalProgress {
           p.bytes_total > 0 ? static_cast<int>(100.0 * p.bytes_done / p.bytes_total) : 100;
       if (percent == last_) return;
       last_ = percent;
-      std::fprintf(stderr, "\rloading %s: %3d%% of %.2f GiB", directory_.c_str(), percent,
-                   p.bytes_total / 1073741824.0);
+      const bool gib = p.bytes_total >= (int64_t{1} << 30);
+      std::fprintf(stderr, "\rloading %s: %3d%% of %.2f %s", directory_.c_str(), percent,
+                   p.bytes_total / (gib ? 1073741824.0 : 1048576.0), gib ? "GiB" : "MiB");
       std::fflush(stderr);
     };
   }

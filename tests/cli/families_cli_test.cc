@@ -139,6 +139,26 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyCliTest,
                            return name;
                          });
 
+// On a terminal (a pseudo-terminal from util-linux's script) loading draws a
+// progress line on stderr; through a pipe it stays silent.
+TEST(LoadProgressCliTest, ProgressLineOnlyOnATerminal) {
+  const std::string command = std::string("script -qec '") + ATTNSCOPE_BIN_DIR +
+                              "/attnscope models --model " + Fixture("llama") + "' /dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string terminal;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) terminal.append(buffer, n);
+  ASSERT_EQ(pclose(pipe), 0) << terminal;
+  EXPECT_NE(terminal.find("\rloading " + Fixture("llama") + ": 100% of 0.53 MiB"),
+            std::string::npos)
+      << terminal;
+  EXPECT_NE(terminal.find("llama         3"), std::string::npos) << terminal;
+  auto piped = RunCli({"models", "--model", Fixture("llama")});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.err.find("loading"), std::string::npos) << piped.err;
+}
+
 // Deterministic values in [-0.5, 0.5).
 std::vector<float> Pseudorandom(size_t n, uint32_t seed) {
   std::vector<float> v(n);
