@@ -76,6 +76,46 @@ bool WriteRandomGpt2(const std::string& dir, int64_t layers, int64_t heads, int6
   return true;
 }
 
+bool WriteRandomLlama(const std::string& dir, int64_t layers, int64_t heads, int64_t kv_heads,
+                      int64_t width, int64_t intermediate, int64_t vocab, int64_t positions) {
+  std::mt19937 rng(4321);
+  const int64_t head_dim = width / heads;
+  std::vector<TensorToWrite> t;
+  t.push_back(Half("model.embed_tokens.weight", {vocab, width}, rng, 0.02f));
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    t.push_back(Half(p + "input_layernorm.weight", {width}, rng, 0, 1.0f));
+    t.push_back(Half(p + "post_attention_layernorm.weight", {width}, rng, 0, 1.0f));
+    t.push_back(Half(p + "self_attn.q_proj.weight", {heads * head_dim, width}, rng, 0.02f));
+    t.push_back(Half(p + "self_attn.k_proj.weight", {kv_heads * head_dim, width}, rng, 0.02f));
+    t.push_back(Half(p + "self_attn.v_proj.weight", {kv_heads * head_dim, width}, rng, 0.02f));
+    t.push_back(Half(p + "self_attn.o_proj.weight", {width, heads * head_dim}, rng, 0.02f));
+    t.push_back(Half(p + "mlp.gate_proj.weight", {intermediate, width}, rng, 0.02f));
+    t.push_back(Half(p + "mlp.up_proj.weight", {intermediate, width}, rng, 0.02f));
+    t.push_back(Half(p + "mlp.down_proj.weight", {width, intermediate}, rng, 0.02f));
+  }
+  t.push_back(Half("model.norm.weight", {width}, rng, 0, 1.0f));
+  t.push_back(Half("lm_head.weight", {vocab, width}, rng, 0.02f));
+  if (auto s = WriteSafetensors(dir + "/model.safetensors", t); !s.ok()) {
+    std::fprintf(stderr, "writing the random model: %s\n", std::string(s.message()).c_str());
+    return false;
+  }
+  nlohmann::json config = {{"model_type", "llama"},
+                           {"num_hidden_layers", layers},
+                           {"num_attention_heads", heads},
+                           {"num_key_value_heads", kv_heads},
+                           {"hidden_size", width},
+                           {"intermediate_size", intermediate},
+                           {"vocab_size", vocab},
+                           {"max_position_embeddings", positions},
+                           {"rope_theta", 500000.0},
+                           {"rms_norm_eps", 1e-5},
+                           {"tie_word_embeddings", false},
+                           {"torch_dtype", "float16"}};
+  std::ofstream(dir + "/config.json") << config.dump(2);
+  return true;
+}
+
 double CurrentRssMiB() { return ProcStatusMiB("VmRSS:"); }
 double PeakRssMiB() { return ProcStatusMiB("VmHWM:"); }
 

@@ -15,6 +15,12 @@ namespace attnscope::bench {
 bool WriteRandomGpt2(const std::string& dir, int64_t layers, int64_t heads, int64_t width,
                      int64_t vocab, int64_t positions);
 
+// Writes config.json + model.safetensors (F16) for a Llama (RMSNorm, rotary,
+// grouped-query attention with `kv_heads` key/value heads, SiLU-gated MLP of
+// width `intermediate`, untied head) with random weights into `dir`.
+bool WriteRandomLlama(const std::string& dir, int64_t layers, int64_t heads, int64_t kv_heads,
+                      int64_t width, int64_t intermediate, int64_t vocab, int64_t positions);
+
 // Resident set size now and its peak so far (VmRSS, VmHWM), in MiB.
 double CurrentRssMiB();
 double PeakRssMiB();

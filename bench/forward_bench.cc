@@ -1,9 +1,12 @@
-// Forward-pass throughput and peak memory: the bundled model and a
-// GPT-2-small-shaped model (random weights), T = 128, 512, 1024, with 1 and 2
-// threads, attention probabilities kept (a FullRecorder holding L x H x T x T
-// floats) or not kept (only the logits are read).
+// Forward-pass throughput and peak memory: the bundled model, a
+// GPT-2-small-shaped model and a Llama-shaped model with grouped-query
+// attention (random weights: 12 layers, width 768, 12 query / 4 key-value
+// heads, SiLU-gated MLP 2048, vocabulary 32000), T = 128, 512, 1024, with 1
+// and 2 threads, attention probabilities kept (a FullRecorder holding
+// L x H x T x T floats) or not kept (only the logits are read).
 //
-// Usage: forward_bench [--quick]   (--quick: T = 128 only, one timed run)
+// Usage: forward_bench [--quick] [--only LABEL]
+//   --quick: T = 128 only, one timed run; --only: one model (e.g. llama-gqa)
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -70,7 +73,12 @@ void RunOne(const Config& c, int64_t tokens, int threads, bool keep, int repeats
 
 int main(int argc, char** argv) {
   using namespace attnscope::bench;
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
+  }
   const std::string small_dir =
       (std::filesystem::temp_directory_path() / "attnscope-bench-gpt2-small").string();
   std::filesystem::create_directories(small_dir);
@@ -78,15 +86,24 @@ int main(int argc, char** argv) {
       !WriteRandomGpt2(small_dir, 12, 12, 768, 50257, 1024)) {
     return 1;
   }
+  const std::string llama_dir =
+      (std::filesystem::temp_directory_path() / "attnscope-bench-llama-gqa").string();
+  std::filesystem::create_directories(llama_dir);
+  if (!std::filesystem::exists(llama_dir + "/model.safetensors") &&
+      !WriteRandomLlama(llama_dir, 12, 12, 4, 768, 2048, 32000, 2048)) {
+    return 1;
+  }
   const std::vector<Config> configs = {
       {"tiny-gpt2", std::string(ATTNSCOPE_MODELS_DIR) + "/tiny-gpt2"},
       {"gpt2-small", small_dir},
+      {"llama-gqa", llama_dir},
   };
   const std::string core = attnscope::model::BlasCoreName();
   std::printf("BLAS kernels: %s\n", core.empty() ? "(not OpenBLAS)" : core.c_str());
   std::printf("%-12s %6s %7s %-5s %10s %10s %10s %10s\n", "model", "T", "threads", "attn",
               "s/forward", "tokens/s", "peak MiB", "+MiB run");
   for (const Config& c : configs) {
+    if (!only.empty() && c.label != only) continue;
     for (int64_t t : quick ? std::vector<int64_t>{128} : std::vector<int64_t>{128, 512, 1024}) {
       if (c.label == "tiny-gpt2" && t > 512) continue;  // 512 positions
       for (int threads : {1, 2}) {

@@ -15,8 +15,10 @@ namespace {
 
 constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] models [--model DIR] [--json]
 
-Lists models with their architecture, layers, heads, width, vocabulary,
-positions, checkpoint dtype and whether they have a tokenizer: the model in
+Lists models with their family, layers, heads, key/value heads, head width,
+width, vocabulary, positions, rotary kind, sliding window, checkpoint dtype
+and whether they have a tokenizer (--json adds the MLP width, rope theta,
+rotary dims, windowed layers, norm kind and head tying): the model in
 --model DIR (default: the bundled tiny-gpt2, named after its directory), or
 with --server every model the server has loaded (the first is its default).
 
@@ -36,7 +38,16 @@ nlohmann::json ModelsJson(const std::vector<rpc::ModelDescription>& models) {
                    {"vocab_size", m.vocab_size},
                    {"max_positions", m.max_positions},
                    {"dtype", m.dtype},
-                   {"has_tokenizer", m.has_tokenizer}});
+                   {"has_tokenizer", m.has_tokenizer},
+                   {"head_dim", m.head_dim},
+                   {"intermediate_size", m.intermediate_size},
+                   {"rope_kind", m.rope_kind},
+                   {"rope_theta", m.rope_theta},
+                   {"rotary_dim", m.rotary_dim},
+                   {"sliding_window", m.sliding_window},
+                   {"sliding_layers", m.sliding_layers},
+                   {"norm", m.norm},
+                   {"tied_head", m.tied_head}});
   }
   return out;
 }
@@ -45,14 +56,17 @@ std::string ModelsTable(const std::vector<rpc::ModelDescription>& models) {
   size_t width = 4;
   for (const rpc::ModelDescription& m : models) width = std::max(width, m.name.size());
   const int w = static_cast<int>(width);
-  std::string out = absl::StrFormat("%-*s  %-6s %6s %5s %8s %5s %6s %9s  %-8s %s\n", w, "NAME",
-                                    "ARCH", "LAYERS", "HEADS", "KV_HEADS", "WIDTH", "VOCAB",
-                                    "POSITIONS", "DTYPE", "TOKENIZER");
+  std::string out = absl::StrFormat(
+      "%-*s  %-8s %6s %5s %8s %8s %5s %6s %9s %-8s %6s  %-8s %s\n", w, "NAME", "FAMILY", "LAYERS",
+      "HEADS", "KV_HEADS", "HEAD_DIM", "WIDTH", "VOCAB", "POSITIONS", "ROPE", "WINDOW", "DTYPE",
+      "TOKENIZER");
   for (const rpc::ModelDescription& m : models) {
-    out += absl::StrFormat("%-*s  %-6s %6d %5d %8d %5d %6d %9d  %-8s %s\n", w, m.name,
-                           m.architecture, m.num_layers, m.num_heads, m.num_kv_heads,
-                           m.hidden_size, m.vocab_size, m.max_positions, m.dtype,
-                           m.has_tokenizer ? "yes" : "no");
+    const std::string window =
+        m.sliding_window > 0 ? absl::StrFormat("%d", m.sliding_window) : std::string("-");
+    out += absl::StrFormat("%-*s  %-8s %6d %5d %8d %8d %5d %6d %9d %-8s %6s  %-8s %s\n", w,
+                           m.name, m.architecture, m.num_layers, m.num_heads, m.num_kv_heads,
+                           m.head_dim, m.hidden_size, m.vocab_size, m.max_positions, m.rope_kind,
+                           window, m.dtype, m.has_tokenizer ? "yes" : "no");
   }
   return out;
 }

@@ -31,10 +31,11 @@ struct ModelBundle {
   const model::ModelConfig& config() const { return model->config(); }
 };
 
-// Loads config.json + safetensors weights, and the tokenizer
-// (tokenizer::LoadTokenizer) and chat template when present. Errors name the
-// directory and the file at fault; a tokenizer or chat template that fails
-// to load does not fail the model (see tokenizer_status, chat_template_status).
+// Loads config.json + safetensors weights (with a progress line on stderr
+// when it is a terminal), and the tokenizer (tokenizer::LoadTokenizer) and
+// chat template when present. Errors name the directory and the file at
+// fault; a tokenizer or chat template that fails to load does not fail the
+// model (see tokenizer_status, chat_template_status).
 absl::StatusOr<std::unique_ptr<ModelBundle>> LoadModelBundle(const std::string& directory);
 
 // The tokenizer and chat template of `directory` alone (no weights: for

@@ -12,6 +12,10 @@ absl::Status ExportTensors(const std::string& path, const std::vector<int64_t>& 
   out.push_back(MakeF32Tensor("attentions", {l, h, t, t}, tensors.attentions()));
   out.push_back(MakeF32Tensor("hidden_states", {l + 1, t, tensors.width()}, tensors.hidden_states()));
   out.push_back(MakeF32Tensor("logits", {t, tensors.vocab()}, tensors.logits()));
+  if (!tensors.final_hidden_state().empty()) {
+    out.push_back(MakeF32Tensor("hidden_states_final", {t, tensors.final_width()},
+                                tensors.final_hidden_state()));
+  }
   return WriteSafetensors(path, out, {{"format", "pt"}, {"producer", "attnscope"}});
 }
 

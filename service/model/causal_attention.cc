@@ -11,11 +11,16 @@ at::Tensor ExpandGroups(const at::Tensor& kv, int64_t num_heads) {
   return group == 1 ? kv : kv.repeat_interleave(group, /*dim=*/1);
 }
 
-// True where key j is in the future of query row r: j > past + row_begin + r.
-at::Tensor FutureMask(int64_t row_begin, int64_t rows, int64_t past, int64_t keys) {
+// True where query row r (at position p = past + row_begin + r) may not see
+// key j: j > p, or with a window W, j <= p - W.
+at::Tensor HiddenKeys(int64_t row_begin, int64_t rows, int64_t past, int64_t keys,
+                      int64_t window) {
   const at::Tensor key_pos = at::arange(keys, at::kLong).unsqueeze(0);
-  const at::Tensor query_pos = at::arange(past + row_begin, past + row_begin + rows, at::kLong);
-  return key_pos > query_pos.unsqueeze(1);  // (rows, keys)
+  const at::Tensor query_pos =
+      at::arange(past + row_begin, past + row_begin + rows, at::kLong).unsqueeze(1);
+  at::Tensor hidden = key_pos > query_pos;  // (rows, keys)
+  if (window > 0) hidden = hidden.logical_or(key_pos <= query_pos - window);
+  return hidden;
 }
 
 }  // namespace
@@ -42,9 +47,11 @@ at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
   for (int64_t begin = 0; begin < num_queries; begin += block) {
     const int64_t rows = std::min(block, num_queries - begin);
     at::Tensor scores = at::matmul(queries.narrow(2, begin, rows), keys_t)
-                            .div_(step.score_divisor);  // (B, H, rows, S)
+                            .mul_(step.score_scale);  // (B, H, rows, S)
+    // Gemma-2 soft-caps after scaling and before the mask.
+    if (step.softcap > 0) scores = at::tanh(scores / step.softcap).mul_(step.softcap);
     // HF masks with the lowest finite value, not -inf (exp gives exact zeros).
-    scores.masked_fill_(FutureMask(begin, rows, step.past, num_keys),
+    scores.masked_fill_(HiddenKeys(begin, rows, step.past, num_keys, step.window),
                         std::numeric_limits<double>::lowest());
     const at::Tensor probs = at::softmax(scores, -1);
     out.narrow(2, begin, rows).copy_(at::matmul(probs, values));

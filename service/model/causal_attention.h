@@ -12,8 +12,12 @@ namespace attnscope::model {
 
 struct AttentionStep {
   int layer = 0;
-  // Scores are (q . k) / score_divisor (GPT-2: sqrt(head_dim)).
-  double score_divisor = 1.0;
+  // Scores are (q . k) * score_scale, soft-capped to +-softcap when
+  // softcap > 0 (tanh(s / c) * c), then masked.
+  double score_scale = 1.0;
+  double softcap = 0.0;
+  // W > 0: query at position p sees keys p-W+1 .. p only; 0: all keys <= p.
+  int64_t window = 0;
   // Tokens before the first query (KV-cache length): query r sits at
   // position past + r and sees keys 0..past + r.
   int64_t past = 0;

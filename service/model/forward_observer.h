@@ -33,7 +33,8 @@ struct AttentionBlock {
   const float* probs = nullptr;
   // value_norms is (num_heads, num_keys): ||v[layer, h, j]||_2, or nullptr
   // when no observer asked for it. With grouped-query attention, head h
-  // reports the norms of the value head it reads.
+  // reports the norms of the value head it reads. With a sliding window W,
+  // probs are also zero where j <= query - W.
   const float* value_norms = nullptr;
 };
 
@@ -49,7 +50,8 @@ class ForwardObserver {
 
   // Hidden state `state` (0..L, Hugging Face's output_hidden_states
   // convention: 0 = embeddings, L = after the final norm) of one sequence:
-  // x is (T, D) row-major float32.
+  // x is (T, width) row-major float32, width = D except for state L of a
+  // model whose output projection narrows it (OPT's project_out: E < D).
   virtual void OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
                              int64_t width) {}
 

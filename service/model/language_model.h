@@ -68,13 +68,25 @@ class LanguageModel {
   virtual std::unique_ptr<KvCache> NewCache() const = 0;
 };
 
+// How far loading has come: tensors converted so far, and their bytes out
+// of the bytes of every tensor in the checkpoint.
+struct LoadProgress {
+  int64_t tensors_done = 0;
+  int64_t bytes_done = 0;
+  int64_t bytes_total = 0;
+};
+using LoadProgressCallback = std::function<void(const LoadProgress&)>;
+
 // Loads a Hugging Face checkpoint directory (config.json + model.safetensors
-// or sharded safetensors with model.safetensors.index.json). Weights are
-// converted to float32 once; the files are memory-mapped, not read twice.
-// Errors name the file and the problem: missing or malformed files, an
-// unsupported model_type, a missing tensor, a shape that disagrees with
-// config.json.
-absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(const std::string& dir);
+// or sharded safetensors with model.safetensors.index.json) of any family
+// SupportedModelTypes() lists. The files are memory-mapped and each tensor is
+// converted to float32 once (F32, F16, BF16 or F64 stored). Errors name the
+// file and the problem: missing or malformed files, an unsupported
+// model_type or config key value, a missing tensor, a shape that disagrees
+// with config.json. On error nothing is returned half-loaded. `progress`
+// (optional) is called after each tensor.
+absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
+    const std::string& dir, const LoadProgressCallback& progress = nullptr);
 
 // Sets the number of intra-op threads libtorch uses (n <= 0: all cores).
 // Returns the number in effect.

@@ -2,23 +2,19 @@
 
 #include <thread>
 
-#include "absl/strings/str_cat.h"
 #include "service/core/safetensors.h"
 #include "service/core/status_macros.h"
-#include "service/model/gpt2_model.h"
+#include "service/model/decoder_model.h"
 #include "service/model/language_model.h"
 
 namespace attnscope::model {
 
-absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(const std::string& dir) {
+absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
+    const std::string& dir, const LoadProgressCallback& progress) {
   ATTNSCOPE_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
   ATTNSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsCheckpoint> checkpoint,
                              SafetensorsCheckpoint::OpenDirectory(dir));
-  switch (config.architecture) {
-    case Architecture::kGpt2:
-      return LoadGpt2(config, *checkpoint);
-  }
-  return absl::InvalidArgumentError(absl::StrCat(dir, ": unsupported architecture"));
+  return LoadDecoder(config, *checkpoint, progress);
 }
 
 int SetComputeThreads(int n) {

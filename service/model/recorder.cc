@@ -14,13 +14,24 @@ void FullRecorder::OnBegin(int sequence, int64_t num_tokens) {
   tokens_ = num_tokens;
   if (needs_.attention) attentions_.assign(layers_ * heads_ * num_tokens * num_tokens, 0.0f);
   hidden_.clear();
+  final_.clear();
+  width_ = final_width_ = 0;
 }
 
 void FullRecorder::OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
                                  int64_t width) {
   if (sequence != 0) return;
-  width_ = width;
-  hidden_.resize((layers_ + 1) * num_tokens * width);
+  if (width_ == 0) width_ = width;
+  hidden_.resize((layers_ + 1) * num_tokens * width_, 0.0f);
+  if (width < width_) {  // OPT's project_out: zero-padded here, exact in final_
+    final_width_ = width;
+    final_.assign(x, x + num_tokens * width);
+    for (int64_t t = 0; t < num_tokens; ++t) {
+      std::copy(x + t * width, x + (t + 1) * width,
+                hidden_.begin() + (state * num_tokens + t) * width_);
+    }
+    return;
+  }
   std::copy(x, x + num_tokens * width, hidden_.begin() + state * num_tokens * width);
 }
 

@@ -1,9 +1,12 @@
 #include "service/model/weight_loader.h"
 
+#include <ATen/Parallel.h>
+
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "service/core/dtype.h"
 
 namespace attnscope::model {
 namespace {
@@ -12,16 +15,41 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
 }
 
-absl::StatusOr<at::ScalarType> TorchType(const TensorRef& t) {
+// Widens n 16-bit values at `src` (unaligned) with `widen`, in parallel.
+template <typename Widen>
+void Widen16(const uint8_t* src, int64_t n, float* dst, Widen widen) {
+  at::parallel_for(0, n, 1 << 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, src + 2 * i, 2);
+      dst[i] = widen(bits);
+    }
+  });
+}
+
+// The tensor as float32 in memory torch owns: the mapping may be unaligned
+// and is released after loading. One pass over the source bytes.
+absl::StatusOr<at::Tensor> ToFloatTensor(const TensorRef& t) {
+  at::Tensor out = at::empty(t.shape, at::kFloat);
+  float* dst = out.data_ptr<float>();
+  const int64_t n = t.numel();
   switch (t.dtype) {
     case DType::kF32:
-      return at::kFloat;
+      std::memcpy(dst, t.data, t.nbytes);
+      return out;
     case DType::kF16:
-      return at::kHalf;
+      Widen16(t.data, n, dst, HalfToFloat);
+      return out;
     case DType::kBF16:
-      return at::kBFloat16;
+      Widen16(t.data, n, dst, BFloat16ToFloat);
+      return out;
     case DType::kF64:
-      return at::kDouble;
+      for (int64_t i = 0; i < n; ++i) {
+        double v;
+        std::memcpy(&v, t.data + 8 * i, 8);
+        dst[i] = static_cast<float>(v);
+      }
+      return out;
     default:
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor '", t.name, "' has dtype ", std::string(DTypeName(t.dtype)),
@@ -32,11 +60,18 @@ absl::StatusOr<at::ScalarType> TorchType(const TensorRef& t) {
 }  // namespace
 
 WeightLoader::WeightLoader(const SafetensorsCheckpoint& checkpoint,
-                           std::vector<std::string> prefixes)
-    : checkpoint_(checkpoint), prefixes_(std::move(prefixes)) {}
+                           std::vector<std::string> prefixes, LoadProgressCallback progress)
+    : checkpoint_(checkpoint), prefixes_(std::move(prefixes)), progress_(std::move(progress)) {
+  if (progress_) {
+    for (const std::string& name : checkpoint_.Names()) {
+      total_bytes_ += static_cast<int64_t>(checkpoint_.Find(name)->nbytes);
+    }
+  }
+}
 
-const TensorRef* WeightLoader::Lookup(const std::string& name, std::string* full_name) const {
-  for (const std::string& prefix : prefixes_) {
+const TensorRef* WeightLoader::Lookup(const std::vector<std::string>& prefixes,
+                                      const std::string& name, std::string* full_name) const {
+  for (const std::string& prefix : prefixes) {
     if (const TensorRef* t = checkpoint_.Find(prefix + name)) {
       if (full_name) *full_name = prefix + name;
       return t;
@@ -45,16 +80,35 @@ const TensorRef* WeightLoader::Lookup(const std::string& name, std::string* full
   return nullptr;
 }
 
-bool WeightLoader::Has(const std::string& name) const { return Lookup(name, nullptr) != nullptr; }
+bool WeightLoader::Has(const std::string& name) const {
+  return Lookup(prefixes_, name, nullptr) != nullptr;
+}
+
+bool WeightLoader::HasUnprefixed(const std::string& name) const {
+  return Lookup({""}, name, nullptr) != nullptr;
+}
 
 absl::StatusOr<at::Tensor> WeightLoader::Get(const std::string& name,
                                              const std::vector<int64_t>& shape,
                                              const std::string& origin) const {
+  return Fetch(prefixes_, name, shape, origin);
+}
+
+absl::StatusOr<at::Tensor> WeightLoader::GetUnprefixed(const std::string& name,
+                                                       const std::vector<int64_t>& shape,
+                                                       const std::string& origin) const {
+  return Fetch({""}, name, shape, origin);
+}
+
+absl::StatusOr<at::Tensor> WeightLoader::Fetch(const std::vector<std::string>& prefixes,
+                                               const std::string& name,
+                                               const std::vector<int64_t>& shape,
+                                               const std::string& origin) const {
   std::string full_name;
-  const TensorRef* ref = Lookup(name, &full_name);
+  const TensorRef* ref = Lookup(prefixes, name, &full_name);
   if (ref == nullptr) {
     std::vector<std::string> tried;
-    for (const std::string& prefix : prefixes_) tried.push_back("'" + prefix + name + "'");
+    for (const std::string& prefix : prefixes) tried.push_back("'" + prefix + name + "'");
     return absl::InvalidArgumentError(absl::StrCat("checkpoint ", checkpoint_.directory(),
                                                    " has no tensor ", absl::StrJoin(tried, " or ")));
   }
@@ -64,13 +118,12 @@ absl::StatusOr<at::Tensor> WeightLoader::Get(const std::string& name,
         ShapeString(ref->shape), " but config.json implies ", ShapeString(shape), " (", origin,
         ")"));
   }
-  auto type = TorchType(*ref);
-  if (!type.ok()) return type.status();
-  // Copy out of the mapping into memory torch owns (the mapping may be
-  // unaligned and is released after loading), then widen to float32.
-  at::Tensor raw = at::empty(shape, at::TensorOptions().dtype(*type));
-  std::memcpy(raw.data_ptr(), ref->data, ref->nbytes);
-  return raw.to(at::kFloat).contiguous();
+  absl::StatusOr<at::Tensor> out = ToFloatTensor(*ref);
+  if (out.ok() && progress_) {
+    done_bytes_ += static_cast<int64_t>(ref->nbytes);
+    progress_(LoadProgress{++done_tensors_, done_bytes_, total_bytes_});
+  }
+  return out;
 }
 
 std::string DetectPrefix(const SafetensorsCheckpoint& checkpoint, const std::string& probe,

@@ -4,33 +4,52 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "service/core/safetensors.h"
+#include "service/model/language_model.h"
 
 namespace attnscope::model {
 
 class WeightLoader {
  public:
   // `prefixes` are tried in order in front of every name ("transformer.", "").
-  WeightLoader(const SafetensorsCheckpoint& checkpoint, std::vector<std::string> prefixes);
+  // `progress` (may be empty) hears about every tensor converted.
+  WeightLoader(const SafetensorsCheckpoint& checkpoint, std::vector<std::string> prefixes,
+               LoadProgressCallback progress = nullptr);
 
-  // The tensor `name` (without prefix) converted to a float32 tensor that owns
-  // its memory. InvalidArgument if it is missing (the message lists the names
-  // tried) or if its shape is not `shape`; `origin` explains where the
-  // expected shape comes from, e.g. "n_embd=48".
+  // The tensor `name` (without prefix) converted to float32 in one pass from
+  // the memory-mapped file into memory torch owns. InvalidArgument if it is
+  // missing (the message lists the names tried) or if its shape is not
+  // `shape`; `origin` explains where the expected shape comes from, e.g.
+  // "hidden_size=48".
   absl::StatusOr<at::Tensor> Get(const std::string& name, const std::vector<int64_t>& shape,
                                  const std::string& origin) const;
 
   // True if the checkpoint holds `name` under one of the prefixes.
   bool Has(const std::string& name) const;
 
+  // Name tried without any prefix (lm_head.weight, embed_out.weight).
+  absl::StatusOr<at::Tensor> GetUnprefixed(const std::string& name,
+                                           const std::vector<int64_t>& shape,
+                                           const std::string& origin) const;
+  bool HasUnprefixed(const std::string& name) const;
+
  private:
-  const TensorRef* Lookup(const std::string& name, std::string* full_name) const;
+  const TensorRef* Lookup(const std::vector<std::string>& prefixes, const std::string& name,
+                          std::string* full_name) const;
+  absl::StatusOr<at::Tensor> Fetch(const std::vector<std::string>& prefixes,
+                                   const std::string& name, const std::vector<int64_t>& shape,
+                                   const std::string& origin) const;
   const SafetensorsCheckpoint& checkpoint_;
   std::vector<std::string> prefixes_;
+  LoadProgressCallback progress_;
+  int64_t total_bytes_ = 0;
+  mutable int64_t done_bytes_ = 0;
+  mutable int64_t done_tensors_ = 0;
 };
 
 // Picks the prefix a checkpoint uses: the first of `candidates` under which

@@ -11,7 +11,7 @@ namespace attnscope::rpc {
 
 struct ModelDescription {
   std::string name;          // as given to --model NAME=DIR
-  std::string architecture;  // "gpt2", ...
+  std::string architecture;  // the family: config.json's model_type ("llama", ...)
   int64_t num_layers = 0;
   int64_t num_heads = 0;
   int64_t num_kv_heads = 0;
@@ -20,6 +20,15 @@ struct ModelDescription {
   int64_t max_positions = 0;
   std::string dtype;  // as stored in the checkpoint ("float16", ...)
   bool has_tokenizer = false;
+  int64_t head_dim = 0;
+  int64_t intermediate_size = 0;
+  std::string rope_kind;   // "none", "default", "llama3", ...
+  double rope_theta = 0;   // 0 without rotary embedding
+  int64_t rotary_dim = 0;  // 0 without rotary embedding
+  int64_t sliding_window = 0;  // largest window of any layer; 0: none
+  int64_t sliding_layers = 0;  // layers with a window
+  std::string norm;            // "layer_norm", "rms_norm", "rms_norm_plus_one"
+  bool tied_head = false;
 };
 
 // The description of a loaded bundle under `name`.

@@ -100,6 +100,15 @@ v1::ModelInfo ModelToProto(const ModelDescription& m) {
   info.set_max_positions(static_cast<int32_t>(m.max_positions));
   info.set_dtype(m.dtype);
   info.set_has_tokenizer(m.has_tokenizer);
+  info.set_head_dim(static_cast<int32_t>(m.head_dim));
+  info.set_intermediate_size(static_cast<int32_t>(m.intermediate_size));
+  info.set_rope_kind(m.rope_kind);
+  info.set_rope_theta(m.rope_theta);
+  info.set_rotary_dim(static_cast<int32_t>(m.rotary_dim));
+  info.set_sliding_window(static_cast<int32_t>(m.sliding_window));
+  info.set_sliding_layers(static_cast<int32_t>(m.sliding_layers));
+  info.set_norm(m.norm);
+  info.set_tied_head(m.tied_head);
   return info;
 }
 
@@ -115,6 +124,15 @@ ModelDescription ModelFromProto(const v1::ModelInfo& info) {
   m.max_positions = info.max_positions();
   m.dtype = info.dtype();
   m.has_tokenizer = info.has_tokenizer();
+  m.head_dim = info.head_dim();
+  m.intermediate_size = info.intermediate_size();
+  m.rope_kind = info.rope_kind();
+  m.rope_theta = info.rope_theta();
+  m.rotary_dim = info.rotary_dim();
+  m.sliding_window = info.sliding_window();
+  m.sliding_layers = info.sliding_layers();
+  m.norm = info.norm();
+  m.tied_head = info.tied_head();
   return m;
 }
 

@@ -225,7 +225,7 @@ std::vector<float> MeanHeadOutput(const Probe& probe, int l, int h) {
       for (int64_t k = 0; k < D; ++k) mean += x[k] / double(D);
       for (int64_t k = 0; k < D; ++k) var += (x[k] - mean) * (x[k] - mean) / double(D);
       for (int64_t k = 0; k < D; ++k) {
-        const double n = (x[k] - mean) / std::sqrt(var + c.norm_eps) * g[k] + beta[k];
+        const double n = (x[k] - mean) / std::sqrt(var + c.decoder.norm_eps) * g[k] + beta[k];
         for (int64_t col = 0; col < d; ++col) v[j][col] += n * w[k * 3 * D + 2 * D + h * d + col];
       }
       for (int64_t col = 0; col < d; ++col) v[j][col] += b[2 * D + h * d + col];

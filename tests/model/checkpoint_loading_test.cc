@@ -66,13 +66,13 @@ TEST_F(EditedCheckpoint, ShapeDisagreeingWithConfigIsNamed) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr("'h.1.attn.c_attn.weight'"));
   EXPECT_THAT(s.message(), HasSubstr("has shape [48,96] but config.json implies [48,144]"));
-  EXPECT_THAT(s.message(), HasSubstr("n_embd=48"));
+  EXPECT_THAT(s.message(), HasSubstr("hidden_size=48"));
 }
 
 TEST_F(EditedCheckpoint, PositionTableShorterThanConfigIsRejected) {
   Reshape("wpe.weight", {32, 48});
   absl::Status s = Load();
-  EXPECT_THAT(s.message(), HasSubstr("n_positions=64"));
+  EXPECT_THAT(s.message(), HasSubstr("max_positions=64"));
 }
 
 TEST_F(EditedCheckpoint, IntegerWeightsAreRejected) {

@@ -42,9 +42,12 @@ TEST_P(FixtureForwardTest, MatchesReferenceTensors) {
   const double log = testing::MaxAbsDiff(rec.logits(), ref.logits);
   std::printf("%s: T=%zu max |diff| attentions %.3g hidden %.3g logits %.3g\n", GetParam(),
               ref.input_ids.size(), att, hid, log);
-  EXPECT_LE(att, 1e-5);
+  EXPECT_LE(att, 1e-5);  // MaxAbsDiff returns NaN as the worst: these fail on NaN
   EXPECT_LE(hid, 1e-4);
   EXPECT_LE(log, 1e-4);
+  ASSERT_EQ(ref.attention_shape.size(), 4u);
+  EXPECT_EQ(ref.attention_shape[0], model->config().num_layers);
+  EXPECT_EQ(ref.attention_shape[1], model->config().num_heads);
 }
 
 TEST_P(FixtureForwardTest, QueryBlocksGiveTheSameResult) {
@@ -87,6 +90,18 @@ TEST_P(FixtureForwardTest, KvCacheDecodingMatchesTheFullPass) {
 
 INSTANTIATE_TEST_SUITE_P(Gpt2, FixtureForwardTest,
                          ::testing::Values("gpt2-random-hub-layout", "gpt2-random-sharded-fp16"));
+
+// Every family, against Hugging Face transformers' own output.
+INSTANTIATE_TEST_SUITE_P(Families, FixtureForwardTest,
+                         ::testing::Values("llama", "llama-stories260K", "mistral", "qwen2",
+                                           "qwen3", "gemma2", "phi3", "gpt_neox", "opt"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
 
 // "The cat sat on the keyboard again." in GPT-2's tokenizer.
 const std::vector<int64_t> kCatIds = {464, 3797, 3332, 319, 262, 10586, 757, 13};

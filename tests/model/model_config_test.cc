@@ -19,7 +19,7 @@ TEST(ModelConfigTest, ReadsGpt2Keys) {
                      "vocab_size":1000,"n_positions":64,"n_inner":null,
                      "layer_norm_epsilon":1e-6,"n_ctx":99})");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->architecture, Architecture::kGpt2);
+  EXPECT_EQ(c->model_type, "gpt2");
   EXPECT_EQ(c->num_layers, 3);
   EXPECT_EQ(c->num_heads, 4);
   EXPECT_EQ(c->num_kv_heads, 4);
@@ -28,8 +28,8 @@ TEST(ModelConfigTest, ReadsGpt2Keys) {
   EXPECT_EQ(c->intermediate_size, 192);  // n_inner null -> 4 n_embd
   EXPECT_EQ(c->vocab_size, 1000);
   EXPECT_EQ(c->max_positions, 64);       // n_positions, not the old n_ctx
-  EXPECT_DOUBLE_EQ(c->norm_eps, 1e-6);
-  EXPECT_EQ(c->activation, Activation::kGeluTanh);
+  EXPECT_DOUBLE_EQ(c->decoder.norm_eps, 1e-6);
+  EXPECT_EQ(c->decoder.mlp.activation, Activation::kGeluTanh);
 }
 
 TEST(ModelConfigTest, AppliesHuggingFaceDefaults) {
@@ -40,8 +40,8 @@ TEST(ModelConfigTest, AppliesHuggingFaceDefaults) {
   EXPECT_EQ(c->vocab_size, 50257);
   EXPECT_EQ(c->max_positions, 1024);
   EXPECT_EQ(c->eos_token_id, 50256);
-  EXPECT_TRUE(c->scale_attn_weights);
-  EXPECT_FALSE(c->scale_attn_by_inverse_layer_idx);
+  EXPECT_DOUBLE_EQ(c->decoder.attention.score_scale, 1.0 / 8.0);  // 1/sqrt(768/12)
+  EXPECT_FALSE(c->decoder.attention.divide_by_layer_number);
 }
 
 TEST(ModelConfigTest, ReadsTheBundledModel) {
@@ -81,10 +81,10 @@ INSTANTIATE_TEST_SUITE_P(
                                 "'n_layer' must be a positive integer, got 0"},
                       BadConfig{R"({"model_type":"gpt2","n_embd":"wide"})",
                                 "'n_embd' must be a positive integer"},
-                      BadConfig{R"({"model_type":"gpt2","activation_function":"swish"})",
-                                "activation_function 'swish' is not supported"},
+                      BadConfig{R"({"model_type":"gpt2","activation_function":"softsign"})",
+                                "'activation_function' = \"softsign\" is not supported"},
                       BadConfig{R"({"model_type":"gpt2","layer_norm_epsilon":"x"})",
-                                "wrong JSON type"}));
+                                "'layer_norm_epsilon' must be a number"}));
 
 TEST(ModelConfigTest, MissingFileIsNotFound) {
   auto c = LoadModelConfig("/nonexistent/model");

@@ -1,0 +1,247 @@
+#include "service/model/decoder_model.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include "absl/strings/str_cat.h"
+#include "service/core/status_macros.h"
+#include "service/model/causal_attention.h"
+#include "service/model/decoder_weights.h"
+#include "service/model/forward_checks.h"
+#include "service/model/rotary.h"
+#include "service/model/weight_loader.h"
+
+namespace attnscope::model {
+namespace {
+
+class DecoderCache : public KvCache {
+ public:
+  explicit DecoderCache(int64_t layers) : keys(layers), values(layers) {}
+  int64_t length() const override { return length_; }
+  // Drops keys/values a failed (e.g. cancelled) step appended to some layers.
+  void Rollback() {
+    for (size_t l = 0; l < keys.size(); ++l) {
+      if (keys[l].defined() && keys[l].size(2) > length_) {
+        keys[l] = keys[l].narrow(2, 0, length_).contiguous();
+        values[l] = values[l].narrow(2, 0, length_).contiguous();
+      }
+    }
+  }
+  void Commit(int64_t length) { length_ = length; }
+  std::vector<at::Tensor> keys, values;  // per layer (1, KV, S, d), keys after rotary
+
+ private:
+  int64_t length_ = 0;
+};
+
+// What one forward pass shares across its layers.
+struct PassState {
+  const ForwardOptions& options;
+  int64_t past = 0;
+  DecoderCache* cache = nullptr;
+  RotaryTables rotary;  // undefined tensors without rotary embedding
+  ObserverSet& observers;
+};
+
+class DecoderModel : public LanguageModel {
+ public:
+  DecoderModel(ModelConfig config, DecoderWeights weights)
+      : config_(std::move(config)), spec_(config_.decoder), w_(std::move(weights)) {}
+
+  const ModelConfig& config() const override { return config_; }
+  absl::Status Forward(const std::vector<std::vector<int64_t>>& batch,
+                       const ForwardOptions& options,
+                       const std::vector<ForwardObserver*>& observers) const override;
+  std::unique_ptr<KvCache> NewCache() const override {
+    return std::make_unique<DecoderCache>(config_.num_layers);
+  }
+
+ private:
+  at::Tensor Embed(const at::Tensor& ids, int64_t past) const;
+  at::Tensor Norm(const at::Tensor& x, const NormWeights& w) const {
+    return Normalize(x, w, spec_.norm, spec_.norm_eps);
+  }
+  at::Tensor RunLayer(int layer, const at::Tensor& x, PassState& pass) const;
+  at::Tensor Attention(int layer, const at::Tensor& x, PassState& pass) const;
+  at::Tensor Mlp(const LayerWeights& l, const at::Tensor& x) const;
+  at::Tensor Finish(const at::Tensor& x) const;
+  at::Tensor Logits(const at::Tensor& x) const;
+
+  ModelConfig config_;
+  const DecoderSpec& spec_;
+  DecoderWeights w_;
+};
+
+// ids (B, T) -> (B, T, H): token rows (scaled), projected in, plus positions.
+at::Tensor DecoderModel::Embed(const at::Tensor& ids, int64_t past) const {
+  at::Tensor x = w_.embed.index_select(0, ids.flatten()).view({ids.size(0), ids.size(1), -1});
+  // Gemma multiplies by sqrt(H) rounded to the compute dtype (float32 here).
+  if (spec_.embedding_scale != 1.0) x = x * static_cast<float>(spec_.embedding_scale);
+  if (w_.project_in.weight.defined()) x = Linear(x, w_.project_in);
+  if (w_.positions.defined()) {
+    x = x + w_.positions.narrow(0, past + spec_.position_offset, ids.size(1)).unsqueeze(0);
+  }
+  return x;
+}
+
+// x (B, T, H) -> attention output (B, T, H), before the residual.
+at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pass) const {
+  const LayerWeights& l = w_.layers[layer];
+  const AttentionSpec& a = spec_.attention;
+  const int64_t batch = x.size(0), tokens = x.size(1), d = a.head_dim;
+  const at::Tensor qkv = Linear(x, l.qkv);  // (B, T, (H + 2 KV) d), columns q | k | v
+  const int64_t q_cols = a.num_heads * d, kv_cols = a.num_kv_heads * d;
+  at::Tensor q = qkv.narrow(-1, 0, q_cols).view({batch, tokens, a.num_heads, d});
+  at::Tensor k = qkv.narrow(-1, q_cols, kv_cols).view({batch, tokens, a.num_kv_heads, d});
+  at::Tensor v = qkv.narrow(-1, q_cols + kv_cols, kv_cols).view({batch, tokens, a.num_kv_heads, d});
+  if (a.qk_norm) {
+    const NormKind kind =
+        spec_.norm == NormKind::kRmsNormPlusOne ? NormKind::kRmsNormPlusOne : NormKind::kRmsNorm;
+    q = Normalize(q, l.q_norm, kind, spec_.norm_eps);
+    k = Normalize(k, l.k_norm, kind, spec_.norm_eps);
+  }
+  q = q.transpose(1, 2);  // (B, H, T, d)
+  k = k.transpose(1, 2);  // (B, KV, T, d)
+  v = v.transpose(1, 2);
+  if (pass.rotary.cos.defined()) {
+    q = ApplyRotary(q, pass.rotary);
+    k = ApplyRotary(k, pass.rotary);
+  }
+  AttentionStep step;
+  step.layer = layer;
+  step.past = pass.past;
+  step.query_block_size = pass.options.query_block_size;
+  step.score_scale = a.score_scale;
+  step.softcap = a.softcap;
+  step.window = a.window[layer];
+  // OPT scales the projected queries in float32 before the product.
+  if (a.scale_query_first) {
+    q = q * static_cast<float>(a.score_scale);
+    step.score_scale = 1.0;
+  }
+  if (a.divide_by_layer_number) step.score_scale /= (layer + 1);
+  if (pass.cache != nullptr) {
+    if (pass.past > 0) {
+      k = at::cat({pass.cache->keys[layer], k}, 2);
+      v = at::cat({pass.cache->values[layer], v}, 2);
+    }
+    pass.cache->keys[layer] = k.contiguous();
+    pass.cache->values[layer] = v.contiguous();
+  }
+  at::Tensor o = CausalAttention(q, k, v, step, pass.observers);  // (B, H, T, d)
+  AblateHeads(layer, pass.options, o);
+  return Linear(o.transpose(1, 2).reshape({batch, tokens, q_cols}), l.o);
+}
+
+at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x) const {
+  const at::Tensor up = Linear(x, l.up);
+  if (!spec_.mlp.gated) return Linear(Activate(up, spec_.mlp.activation), l.down);
+  const int64_t inner = spec_.mlp.intermediate_size;
+  const at::Tensor gate = up.narrow(-1, 0, inner), value = up.narrow(-1, inner, inner);
+  return Linear(Activate(gate, spec_.mlp.activation) * value, l.down);
+}
+
+at::Tensor DecoderModel::RunLayer(int layer, const at::Tensor& x, PassState& pass) const {
+  const LayerWeights& l = w_.layers[layer];
+  switch (spec_.residual) {
+    case ResidualLayout::kParallel: {
+      const at::Tensor attn = Attention(layer, Norm(x, l.attn_norm), pass);
+      return Mlp(l, Norm(x, l.mlp_norm)) + attn + x;  // HF's order of the sum
+    }
+    case ResidualLayout::kPostNorm: {
+      const at::Tensor h = Norm(x + Attention(layer, x, pass), l.attn_norm);
+      return Norm(h + Mlp(l, h), l.mlp_norm);
+    }
+    case ResidualLayout::kPreNorm:
+      break;
+  }
+  at::Tensor attn = Attention(layer, Norm(x, l.attn_norm), pass);
+  if (spec_.post_sublayer_norms) attn = Norm(attn, l.post_attn_norm);
+  const at::Tensor h = x + attn;
+  at::Tensor mlp = Mlp(l, Norm(h, l.mlp_norm));
+  if (spec_.post_sublayer_norms) mlp = Norm(mlp, l.post_mlp_norm);
+  return h + mlp;
+}
+
+// The last layer's output -> the last hidden state (final norm, project_out).
+at::Tensor DecoderModel::Finish(const at::Tensor& x) const {
+  at::Tensor out = spec_.final_norm ? Norm(x, w_.final_norm) : x;
+  if (w_.project_out.weight.defined()) out = Linear(out, w_.project_out);
+  return out;
+}
+
+// x (B, T, E) -> logits (B, T, V). A single row (a decoding step) goes
+// through matrix-vector: GEMM would first repack the whole (V, E) head.
+at::Tensor DecoderModel::Logits(const at::Tensor& x) const {
+  const at::Tensor rows = x.reshape({-1, x.size(-1)});
+  at::Tensor logits = rows.size(0) == 1 ? at::mv(w_.head, rows[0]).unsqueeze(0)
+                                        : at::mm(rows, w_.head.t());
+  if (spec_.final_softcap > 0) {
+    logits = at::tanh(logits / spec_.final_softcap) * spec_.final_softcap;
+  }
+  return logits.view({x.size(0), x.size(1), config_.vocab_size});
+}
+
+absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batch,
+                                   const ForwardOptions& options,
+                                   const std::vector<ForwardObserver*>& observers) const {
+  auto* cache = static_cast<DecoderCache*>(options.cache);
+  const int64_t past = cache ? cache->length() : 0;
+  ATTNSCOPE_RETURN_IF_ERROR(CheckForwardInput(config_, batch, options, past));
+  try {
+    c10::InferenceMode inference;
+    if (cache != nullptr) cache->Rollback();
+    ObserverSet obs(observers);
+    const int64_t batch_size = batch.size(), tokens = batch[0].size();
+    PassState pass{options, past, cache, {}, obs};
+    if (spec_.rope.kind != RopeKind::kNone) {
+      pass.rotary = MakeRotaryTables(spec_.rope, past, tokens);
+    }
+    at::Tensor x = Embed(IdsTensor(batch), past);  // (B, T, H)
+    obs.Begin(batch_size, tokens);
+    obs.PublishHidden(0, x);
+    for (int layer = 0; layer < config_.num_layers; ++layer) {
+      if (options.should_stop && options.should_stop()) {
+        return absl::CancelledError(absl::StrCat("forward pass stopped before layer ", layer));
+      }
+      x = RunLayer(layer, x, pass);
+      if (layer + 1 < config_.num_layers) obs.PublishHidden(layer + 1, x);
+    }
+    x = Finish(x);
+    obs.PublishHidden(static_cast<int>(config_.num_layers), x);
+    if (obs.needs().logits) obs.PublishLogits(Logits(x));
+    if (cache != nullptr) cache->Commit(past + tokens);
+    return absl::OkStatus();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat(config_.model_type, " forward pass failed in libtorch: ",
+                                            e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat(config_.model_type, " forward pass failed: ", e.what()));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
+    const ModelConfig& config, const SafetensorsCheckpoint& checkpoint,
+    const LoadProgressCallback& progress) {
+  const TensorNames& names = config.decoder.names;
+  std::vector<std::string> prefixes = names.prefixes;
+  for (const std::string& prefix : names.prefixes) {
+    if (checkpoint.Find(prefix + names.embed + ".weight") != nullptr) {
+      prefixes = {prefix};  // one naming scheme per checkpoint
+      break;
+    }
+  }
+  WeightLoader loader(checkpoint, prefixes, progress);
+  try {
+    c10::InferenceMode inference;
+    ATTNSCOPE_ASSIGN_OR_RETURN(DecoderWeights weights, LoadDecoderWeights(config, loader));
+    return std::unique_ptr<LanguageModel>(new DecoderModel(config, std::move(weights)));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("loading ", checkpoint.directory(), ": ", e.what()));
+  }
+}
+
+}  // namespace attnscope::model

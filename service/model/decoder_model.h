@@ -1,0 +1,19 @@
+// Internal to the model library: the one decoder runtime every family runs on.
+#pragma once
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "service/core/safetensors.h"
+#include "service/model/language_model.h"
+
+namespace attnscope::model {
+
+// Builds the model `config.decoder` describes from `checkpoint`, trying the
+// spec's name prefixes (the first under which the embedding exists is used
+// for every tensor but the head). Errors name the tensor and the file.
+absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
+    const ModelConfig& config, const SafetensorsCheckpoint& checkpoint,
+    const LoadProgressCallback& progress);
+
+}  // namespace attnscope::model

@@ -1,0 +1,207 @@
+#include "service/model/decoder_weights.h"
+
+#include "absl/strings/str_cat.h"
+#include "service/core/status_macros.h"
+
+namespace attnscope::model {
+namespace {
+
+// Reads the tensors of one model, turning every layout into the runtime's.
+class SpecReader {
+ public:
+  SpecReader(const ModelConfig& config, const WeightLoader& loader)
+      : c_(config), s_(config.decoder), n_(config.decoder.names), w_(loader) {}
+
+  absl::StatusOr<LayerWeights> Layer(int64_t i) const;
+  absl::StatusOr<DecoderWeights> Globals() const;
+
+ private:
+  absl::StatusOr<at::Tensor> Matrix(const std::string& name, int64_t out, int64_t in,
+                                    const std::string& origin) const;
+  absl::StatusOr<LinearWeights> Linear(const std::string& name, int64_t out, int64_t in,
+                                       bool bias, const std::string& origin) const;
+  absl::StatusOr<NormWeights> Norm(const std::string& name, int64_t n, NormKind kind) const;
+  absl::StatusOr<LinearWeights> Qkv(const std::string& layer) const;
+  absl::StatusOr<LinearWeights> Up(const std::string& layer) const;
+  std::string AttentionDims() const {
+    return absl::StrCat("hidden_size=", c_.hidden_size, ", heads=", c_.num_heads,
+                        ", kv_heads=", c_.num_kv_heads, ", head_dim=", c_.head_dim);
+  }
+  std::string MlpDims() const {
+    return absl::StrCat("hidden_size=", c_.hidden_size, ", intermediate_size=",
+                        c_.intermediate_size);
+  }
+
+  const ModelConfig& c_;
+  const DecoderSpec& s_;
+  const TensorNames& n_;
+  const WeightLoader& w_;
+};
+
+absl::StatusOr<at::Tensor> SpecReader::Matrix(const std::string& name, int64_t out, int64_t in,
+                                              const std::string& origin) const {
+  if (!n_.conv1d) return w_.Get(name + ".weight", {out, in}, origin);
+  // GPT-2's Conv1D stores (in, out).
+  ATTNSCOPE_ASSIGN_OR_RETURN(at::Tensor t, w_.Get(name + ".weight", {in, out}, origin));
+  return t.t().contiguous();
+}
+
+absl::StatusOr<LinearWeights> SpecReader::Linear(const std::string& name, int64_t out,
+                                                 int64_t in, bool bias,
+                                                 const std::string& origin) const {
+  LinearWeights l;
+  ATTNSCOPE_ASSIGN_OR_RETURN(l.weight, Matrix(name, out, in, origin));
+  if (bias) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(l.bias, w_.Get(name + ".bias", {out}, origin));
+  }
+  return l;
+}
+
+absl::StatusOr<NormWeights> SpecReader::Norm(const std::string& name, int64_t n,
+                                             NormKind kind) const {
+  NormWeights w;
+  if (!s_.norm_affine) return w;
+  const std::string origin = absl::StrCat("width ", n);
+  ATTNSCOPE_ASSIGN_OR_RETURN(w.weight, w_.Get(name + ".weight", {n}, origin));
+  if (kind == NormKind::kRmsNormPlusOne) w.weight = w.weight + 1.0;  // as HF: 1.0 + w in float32
+  if (kind == NormKind::kLayerNorm) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(w.bias, w_.Get(name + ".bias", {n}, origin));
+  }
+  return w;
+}
+
+absl::StatusOr<LinearWeights> SpecReader::Qkv(const std::string& p) const {
+  const int64_t h = c_.hidden_size, d = c_.head_dim;
+  const int64_t q_rows = c_.num_heads * d, kv_rows = c_.num_kv_heads * d;
+  const bool bias = s_.attention.qkv_bias;
+  switch (n_.qkv_layout) {
+    case QkvLayout::kFused:
+      return Linear(p + n_.qkv, q_rows + 2 * kv_rows, h, bias, AttentionDims());
+    case QkvLayout::kFusedPerHead: {
+      // Rows are [heads, 3, head_dim]: regroup to q | k | v.
+      ATTNSCOPE_ASSIGN_OR_RETURN(LinearWeights l,
+                                 Linear(p + n_.qkv, 3 * q_rows, h, bias, AttentionDims()));
+      l.weight = l.weight.view({c_.num_heads, 3, d, h}).transpose(0, 1).reshape({3 * q_rows, h});
+      if (bias) l.bias = l.bias.view({c_.num_heads, 3, d}).transpose(0, 1).reshape({-1});
+      return l;
+    }
+    case QkvLayout::kSeparate:
+      break;
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(LinearWeights q, Linear(p + n_.q, q_rows, h, bias, AttentionDims()));
+  ATTNSCOPE_ASSIGN_OR_RETURN(LinearWeights k, Linear(p + n_.k, kv_rows, h, bias, AttentionDims()));
+  ATTNSCOPE_ASSIGN_OR_RETURN(LinearWeights v, Linear(p + n_.v, kv_rows, h, bias, AttentionDims()));
+  LinearWeights l;
+  l.weight = at::cat({q.weight, k.weight, v.weight}, 0);
+  if (bias) l.bias = at::cat({q.bias, k.bias, v.bias}, 0);
+  return l;
+}
+
+absl::StatusOr<LinearWeights> SpecReader::Up(const std::string& p) const {
+  const int64_t h = c_.hidden_size, inner = c_.intermediate_size;
+  const bool bias = s_.mlp.bias;
+  if (!s_.mlp.gated) return Linear(p + n_.up, inner, h, bias, MlpDims());
+  if (!n_.gate_up.empty()) return Linear(p + n_.gate_up, 2 * inner, h, bias, MlpDims());
+  ATTNSCOPE_ASSIGN_OR_RETURN(LinearWeights gate, Linear(p + n_.gate, inner, h, bias, MlpDims()));
+  ATTNSCOPE_ASSIGN_OR_RETURN(LinearWeights up, Linear(p + n_.up, inner, h, bias, MlpDims()));
+  LinearWeights l;
+  l.weight = at::cat({gate.weight, up.weight}, 0);
+  if (bias) l.bias = at::cat({gate.bias, up.bias}, 0);
+  return l;
+}
+
+absl::StatusOr<LayerWeights> SpecReader::Layer(int64_t i) const {
+  const std::string p = absl::StrCat(n_.layer_prefix, i, ".");
+  const int64_t h = c_.hidden_size;
+  LayerWeights l;
+  ATTNSCOPE_ASSIGN_OR_RETURN(l.attn_norm, Norm(p + n_.attn_norm, h, s_.norm));
+  ATTNSCOPE_ASSIGN_OR_RETURN(l.mlp_norm, Norm(p + n_.mlp_norm, h, s_.norm));
+  if (s_.post_sublayer_norms) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(l.post_attn_norm, Norm(p + n_.post_attn_norm, h, s_.norm));
+    ATTNSCOPE_ASSIGN_OR_RETURN(l.post_mlp_norm, Norm(p + n_.post_mlp_norm, h, s_.norm));
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(l.qkv, Qkv(p));
+  if (s_.attention.qk_norm) {
+    const NormKind kind =
+        s_.norm == NormKind::kRmsNormPlusOne ? NormKind::kRmsNormPlusOne : NormKind::kRmsNorm;
+    ATTNSCOPE_ASSIGN_OR_RETURN(l.q_norm, Norm(p + n_.q_norm, c_.head_dim, kind));
+    ATTNSCOPE_ASSIGN_OR_RETURN(l.k_norm, Norm(p + n_.k_norm, c_.head_dim, kind));
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(l.o, Linear(p + n_.o, h, c_.num_heads * c_.head_dim,
+                                         s_.attention.o_bias, AttentionDims()));
+  ATTNSCOPE_ASSIGN_OR_RETURN(l.up, Up(p));
+  ATTNSCOPE_ASSIGN_OR_RETURN(l.down,
+                             Linear(p + n_.down, h, c_.intermediate_size, s_.mlp.bias, MlpDims()));
+  return l;
+}
+
+absl::StatusOr<DecoderWeights> SpecReader::Globals() const {
+  const int64_t h = c_.hidden_size, e = s_.embed_dim, v = c_.vocab_size;
+  const std::string embed_dims = absl::StrCat("vocab_size=", v, ", embedding width=", e);
+  DecoderWeights w;
+  ATTNSCOPE_ASSIGN_OR_RETURN(w.embed, w_.Get(n_.embed + ".weight", {v, e}, embed_dims));
+  if (s_.learned_positions) {
+    const int64_t rows = c_.max_positions + s_.position_offset;
+    ATTNSCOPE_ASSIGN_OR_RETURN(
+        w.positions,
+        w_.Get(n_.positions + ".weight", {rows, h},
+               absl::StrCat("max_positions=", c_.max_positions, " + offset ", s_.position_offset,
+                            ", hidden_size=", h)));
+  }
+  if (e != h) {
+    const std::string dims = absl::StrCat("hidden_size=", h, ", word_embed_proj_dim=", e);
+    ATTNSCOPE_ASSIGN_OR_RETURN(w.project_in, Linear(n_.project_in, h, e, false, dims));
+    ATTNSCOPE_ASSIGN_OR_RETURN(w.project_out, Linear(n_.project_out, e, h, false, dims));
+  }
+  if (s_.final_norm) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(w.final_norm, Norm(n_.final_norm, h, s_.norm));
+  }
+  if (s_.tied_head) {
+    w.head = w.embed;
+  } else {
+    ATTNSCOPE_ASSIGN_OR_RETURN(w.head, w_.GetUnprefixed(n_.head + ".weight", {v, e}, embed_dims));
+  }
+  return w;
+}
+
+}  // namespace
+
+absl::StatusOr<DecoderWeights> LoadDecoderWeights(const ModelConfig& config,
+                                                  const WeightLoader& loader) {
+  const SpecReader reader(config, loader);
+  ATTNSCOPE_ASSIGN_OR_RETURN(DecoderWeights w, reader.Globals());
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(LayerWeights layer, reader.Layer(i));
+    w.layers.push_back(std::move(layer));
+  }
+  return w;
+}
+
+at::Tensor Linear(const at::Tensor& x, const LinearWeights& w) {
+  return at::linear(x, w.weight, w.bias.defined() ? c10::optional<at::Tensor>(w.bias)
+                                                  : c10::optional<at::Tensor>());
+}
+
+at::Tensor Normalize(const at::Tensor& x, const NormWeights& w, NormKind kind, double eps) {
+  if (kind == NormKind::kLayerNorm) {
+    return at::layer_norm(x, {x.size(-1)}, w.weight, w.bias, eps);
+  }
+  const at::Tensor normed = x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return w.weight.defined() ? normed * w.weight : normed;
+}
+
+at::Tensor Activate(const at::Tensor& x, Activation activation) {
+  switch (activation) {
+    case Activation::kGeluTanh:
+      return at::gelu(x, "tanh");
+    case Activation::kGeluErf:
+      return at::gelu(x);
+    case Activation::kRelu:
+      return at::relu(x);
+    case Activation::kSilu:
+      return at::silu(x);
+  }
+  return x;
+}
+
+}  // namespace attnscope::model
