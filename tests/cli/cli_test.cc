@@ -10,6 +10,7 @@
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
 #include "tests/cli/run_cli.h"
+#include "tests/common/json_compare.h"
 
 namespace attnscope {
 namespace {
@@ -17,6 +18,8 @@ namespace {
 using ::testing::HasSubstr;
 using testing::RunCli;
 using nlohmann::json;
+using test::MaxAbsDiff;
+using test::MaxJsonDiff;
 
 std::string Fixture(const std::string& name) {
   return std::string(ATTNSCOPE_TEST_DATA_DIR) + "/models/" + name;
@@ -37,34 +40,6 @@ std::vector<float> Floats(const SafetensorsFile& f, const char* name) {
   const TensorRef* t = f.Find(name);
   EXPECT_NE(t, nullptr) << name;
   return t ? *ToFloat32(*t) : std::vector<float>{};
-}
-
-double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
-  return m;
-}
-
-// Largest absolute difference between two JSON values of the same shape;
-// infinity if their shapes or non-numeric values differ.
-double JsonDiff(const json& a, const json& b) {
-  if (a.is_number() && b.is_number()) return std::fabs(a.get<double>() - b.get<double>());
-  if (a.is_array() && b.is_array()) {
-    if (a.size() != b.size()) return INFINITY;
-    double m = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, JsonDiff(a[i], b[i]));
-    return m;
-  }
-  if (a.is_object() && b.is_object()) {
-    double m = 0;
-    for (auto it = b.begin(); it != b.end(); ++it) {
-      if (!a.contains(it.key())) return INFINITY;
-      m = std::max(m, JsonDiff(a[it.key()], it.value()));
-    }
-    return m;
-  }
-  return a == b ? 0 : INFINITY;
 }
 
 TEST(CliTest, HelpForEveryCommand) {
@@ -152,9 +127,9 @@ TEST_P(FixtureCliTest, ExportWritesTheReferenceTensors) {
     EXPECT_EQ((*mine)->Find(name)->dtype, (*ref)->Find(name)->dtype) << name;
   }
   EXPECT_EQ(*ToInt64(*(*mine)->Find("input_ids")), *ToInt64(*(*ref)->Find("input_ids")));
-  EXPECT_LE(MaxDiff(Floats(**mine, "attentions"), Floats(**ref, "attentions")), 1e-5);
-  EXPECT_LE(MaxDiff(Floats(**mine, "hidden_states"), Floats(**ref, "hidden_states")), 1e-4);
-  EXPECT_LE(MaxDiff(Floats(**mine, "logits"), Floats(**ref, "logits")), 1e-4);
+  EXPECT_LE(MaxAbsDiff(Floats(**mine, "attentions"), Floats(**ref, "attentions")), 1e-5);
+  EXPECT_LE(MaxAbsDiff(Floats(**mine, "hidden_states"), Floats(**ref, "hidden_states")), 1e-4);
+  EXPECT_LE(MaxAbsDiff(Floats(**mine, "logits"), Floats(**ref, "logits")), 1e-4);
   std::remove(out.c_str());
 }
 
@@ -168,7 +143,7 @@ TEST_P(FixtureCliTest, JsonMatchesStatsInFullAndBlockwiseMode) {
     for (auto it = expected.begin(); it != expected.end(); ++it) {
       ASSERT_TRUE(got.contains(it.key())) << it.key();
       const double tolerance = it.key() == "z" ? 1e-4 : 1e-5;
-      const double diff = JsonDiff(got[it.key()], it.value());
+      const double diff = MaxJsonDiff(got[it.key()], it.value());
       EXPECT_LE(diff, tolerance) << it.key() << " block " << block;
     }
     EXPECT_EQ(got["tokens"].size(), expected["input_ids"].size());

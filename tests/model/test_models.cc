@@ -7,6 +7,8 @@
 #include <limits>
 #include <random>
 
+#include "tests/common/float_compare.h"
+
 namespace attnscope::model::testing {
 
 std::string FixtureDir(const std::string& name) {
@@ -30,13 +32,7 @@ Reference LoadReference(const std::string& fixture) {
 }
 
 double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
-    if (!(d <= worst)) worst = d;  // NaN propagates as the worst
-  }
-  return worst;
+  return test::MaxAbsDiff(a, b);  // NaN anywhere stays NaN
 }
 
 ScratchDir::ScratchDir() {
