@@ -1,4 +1,6 @@
 // The attnscope command line, end to end: a real process per test.
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -11,6 +13,7 @@
 #include "service/core/safetensors.h"
 #include "tests/cli/run_cli.h"
 #include "tests/common/json_compare.h"
+#include "tests/reference/checkpoint_copies.h"
 
 namespace attnscope {
 namespace {
@@ -114,7 +117,8 @@ class FixtureCliTest : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(FixtureCliTest, ExportWritesTheReferenceTensors) {
-  const std::string out = ::testing::TempDir() + "/export-" + GetParam() + ".safetensors";
+  const std::string out = ::testing::TempDir() + "/attnscope-export-" + std::to_string(getpid()) +
+                          "-" + GetParam() + ".safetensors";
   auto r = RunCli({"analyze", "--model", dir(), "--ids", IdsArg(stats()["input_ids"]), "--export", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto mine = SafetensorsFile::Open(out);
@@ -152,6 +156,36 @@ TEST_P(FixtureCliTest, JsonMatchesStatsInFullAndBlockwiseMode) {
 
 INSTANTIATE_TEST_SUITE_P(Gpt2, FixtureCliTest,
                          ::testing::Values("gpt2-random-hub-layout", "gpt2-random-sharded-fp16"));
+
+// BF16 end to end: a bf16 copy of a fixture, written at test time, analyzed
+// by the binary. Same numbers as the float32 copy holding the same rounded
+// weights (only the loading differs), and close to the float32 original.
+TEST(CliBf16Test, AnalyzeOfABf16CheckpointMatchesItsRoundedFloat32Twin) {
+  const std::string fixture = Fixture("gpt2-random-hub-layout");
+  const json expected = ReadJson(fixture + "/stats.json");
+  reference::ScratchDir bf16, rounded;
+  ASSERT_TRUE(reference::WriteRoundedCopy(fixture, bf16.path(), true).ok());
+  ASSERT_TRUE(reference::WriteRoundedCopy(fixture, rounded.path(), false).ok());
+  json got[2];
+  for (int i = 0; i < 2; ++i) {
+    auto r = RunCli({"analyze", "--model", i == 0 ? bf16.path() : rounded.path(), "--ids",
+                     IdsArg(expected["input_ids"]), "--template", "none", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    got[i] = json::parse(r.out);
+  }
+  double worst_vs_float32 = 0;
+  for (auto it = expected.begin(); it != expected.end(); ++it) {
+    ASSERT_TRUE(got[0].contains(it.key())) << it.key();
+    EXPECT_LE(MaxJsonDiff(got[0][it.key()], got[1][it.key()]), 1e-6) << it.key();
+    const double diff = MaxJsonDiff(got[0][it.key()], it.value());
+    if (it.key() != "z") worst_vs_float32 = test::Worse(worst_vs_float32, diff);
+  }
+  std::printf("bf16 vs float32 statistics (z-scores aside): max |diff| %.3g\n", worst_vs_float32);
+  // bf16 moves every weight by up to 2^-9 relative: the statistics move, but
+  // by little, and they do move (the rounding really happened).
+  EXPECT_LE(worst_vs_float32, 0.05);
+  EXPECT_GT(worst_vs_float32, 1e-6);
+}
 
 TEST(CliTest, BundledModelReportsOnTheCatPrompt) {
   auto r = RunCli({"analyze", "--text", "The cat sat on the keyboard again.", "--color", "never"});

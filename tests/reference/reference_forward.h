@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "service/core/safetensors.h"
+#include "tests/reference/checkpoint_copies.h"
 
 namespace attnscope::reference {
 
@@ -39,34 +40,5 @@ absl::StatusOr<ReferenceTensors> LoadReferenceTensors(const std::string& file,
 // tests/data/<relative>, models/tiny-gpt2.
 std::string TestData(const std::string& relative);
 std::string BundledModelDir();
-
-// A fresh directory under the system temp folder, unique per process and
-// object (two suite runs may overlap), removed with the object.
-class ScratchDir {
- public:
-  ScratchDir();
-  ~ScratchDir();
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-// Copies checkpoint `from` into `to`, with config.json's top-level fields in
-// `overrides` (JSON values as text, e.g. {"activation_function", "\"relu\""})
-// replaced.
-absl::Status CopyWithConfig(const std::string& from, const std::string& to,
-                            const std::map<std::string, std::string>& overrides);
-
-// float32 -> bfloat16 bits, round to nearest even (what PyTorch's .bfloat16() does).
-uint16_t FloatToBFloat16(float value);
-
-// Rewrites every floating tensor of checkpoint `from` (one model.safetensors)
-// into `to`: as BF16 (bf16 = true), or as the float32 values those BF16 bits
-// hold (bf16 = false), so the two copies hold the same weights. config.json
-// is copied with torch_dtype set to match.
-absl::Status WriteRoundedCopy(const std::string& from, const std::string& to, bool bf16);
 
 }  // namespace attnscope::reference
