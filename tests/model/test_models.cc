@@ -1,5 +1,7 @@
 #include "tests/model/test_models.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -37,7 +39,9 @@ double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
 
 ScratchDir::ScratchDir() {
   std::mt19937_64 rng(std::random_device{}());
-  path_ = std::filesystem::temp_directory_path() / ("attnscope-test-" + std::to_string(rng()));
+  // pid and 64 random bits: unique even when two suite runs overlap.
+  path_ = std::filesystem::temp_directory_path() /
+          ("attnscope-test-" + std::to_string(getpid()) + "-" + std::to_string(rng()));
   std::filesystem::create_directories(path_);
 }
 
