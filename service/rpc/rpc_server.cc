@@ -1,5 +1,8 @@
 #include "service/rpc/rpc_server.h"
 
+#include <future>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "grpc/grpc.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -7,8 +10,63 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/server_interceptor.h"
 
 namespace attnscope::rpc {
+namespace {
+
+// Registers its call with the tracker for the call's lifetime; intercepts
+// nothing.
+class TrackingInterceptor : public grpc::experimental::Interceptor {
+ public:
+  TrackingInterceptor(RpcServer::CallTracker* tracker, grpc::ServerContextBase* call)
+      : tracker_(tracker), call_(call) {
+    tracker_->Add(call_);
+  }
+  ~TrackingInterceptor() override { tracker_->Remove(call_); }
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    methods->Proceed();
+  }
+
+ private:
+  RpcServer::CallTracker* tracker_;
+  grpc::ServerContextBase* call_;
+};
+
+class TrackingFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit TrackingFactory(RpcServer::CallTracker* tracker) : tracker_(tracker) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new TrackingInterceptor(tracker_, info->server_context());
+  }
+
+ private:
+  RpcServer::CallTracker* tracker_;
+};
+
+}  // namespace
+
+void RpcServer::CallTracker::Add(grpc::ServerContextBase* call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.insert(call);
+}
+
+void RpcServer::CallTracker::Remove(grpc::ServerContextBase* call) {
+  std::lock_guard<std::mutex> lock(mu_);
+  calls_.erase(call);
+}
+
+void RpcServer::CallTracker::CancelAll(const std::string& message) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (grpc::ServerContextBase* call : calls_) {
+    if (call->c_call() != nullptr) {
+      grpc_call_cancel_with_status(call->c_call(), GRPC_STATUS_UNAVAILABLE, message.c_str(),
+                                   nullptr);
+    }
+  }
+}
 
 std::string WithPort(const std::string& listen, int port) {
   const size_t colon = listen.rfind(':');
@@ -33,6 +91,9 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const ModelRegistry&
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.RegisterService(server->service_.get());
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> tracking;
+  tracking.push_back(std::make_unique<TrackingFactory>(&server->calls_));
+  builder.experimental().SetInterceptorCreators(std::move(tracking));
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat(
@@ -58,7 +119,19 @@ void RpcServer::Shutdown(std::chrono::milliseconds drain) {
     health->SetServingStatus(false);
   }
   service_->CloseFeed();
-  server_->Shutdown(std::chrono::system_clock::now() + drain);
+  // gRPC's own deadline would cancel the calls still running with a bare
+  // CANCELLED; end them first with a status that says why, and keep gRPC's
+  // cancellation a few seconds later as the backstop.
+  const auto deadline = std::chrono::system_clock::now() + drain;
+  std::future<void> stopped = std::async(std::launch::async, [this, deadline] {
+    server_->Shutdown(deadline + std::chrono::seconds(5));
+  });
+  if (stopped.wait_until(deadline) != std::future_status::ready) {
+    calls_.CancelAll(absl::StrCat(
+        "attnscope-server is shutting down and this request did not finish within its ",
+        drain.count() / 1000.0, " s drain (attnscope-server --drain-seconds); retry it"));
+    stopped.wait();
+  }
   server_->Wait();
   server_.reset();
 }

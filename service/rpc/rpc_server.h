@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -13,7 +15,8 @@
 
 namespace grpc {
 class Server;
-}
+class ServerContextBase;
+}  // namespace grpc
 
 namespace attnscope::rpc {
 
@@ -36,11 +39,27 @@ class RpcServer {
   const std::string& address() const { return address_; }
 
   // Health NOT_SERVING, no new calls, feed streams ended; in-flight requests
-  // get up to `drain` to finish, then are cancelled. Returns when all have.
+  // get up to `drain` to finish, then are ended with UNAVAILABLE and a
+  // message saying the server shut down before they finished. Returns when
+  // all have.
   void Shutdown(std::chrono::milliseconds drain);
+
+  // The calls in progress, so that the drain can end them with a message.
+  class CallTracker {
+   public:
+    void Add(grpc::ServerContextBase* call);
+    void Remove(grpc::ServerContextBase* call);
+    // Ends every call in progress with UNAVAILABLE and `message`.
+    void CancelAll(const std::string& message);
+
+   private:
+    std::mutex mu_;
+    std::set<grpc::ServerContextBase*> calls_;
+  };
 
  private:
   RpcServer() = default;
+  CallTracker calls_;
   std::unique_ptr<AnalyzerService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;

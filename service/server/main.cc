@@ -1,12 +1,15 @@
 // attnscope-server: the Analyzer gRPC service and its Prometheus metrics.
 // Prints "attnscope-server listening on HOST:PORT" and "metrics on
 // HOST:PORT" once both are up (so port 0 can be used), and on SIGTERM or
-// SIGINT stops accepting calls, drains in-flight requests and exits 0.
+// SIGINT stops accepting calls, drains in-flight requests and exits 0. A
+// second SIGTERM or SIGINT during the drain exits at once with 128 + the
+// signal's number (130 for SIGINT, 143 for SIGTERM).
 #include <pthread.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -57,6 +60,23 @@ absl::Status LoadModels(const ServerFlags& flags, rpc::ModelRegistry* registry) 
   return absl::OkStatus();
 }
 
+const char* SignalName(int signal_number) {
+  return signal_number == SIGINT ? "SIGINT" : "SIGTERM";
+}
+
+// Waits (on a detached thread) for a second SIGTERM/SIGINT during the drain
+// and then exits at once: an operator pressing Ctrl-C twice means "now".
+void ExitOnSecondSignal(const sigset_t& signals) {
+  std::thread([signals] {
+    int signal_number = 0;
+    sigwait(&signals, &signal_number);
+    std::cerr << "attnscope-server: second " << SignalName(signal_number)
+              << " during the drain: exiting now without waiting for in-flight requests"
+              << std::endl;
+    std::_Exit(128 + signal_number);
+  }).detach();
+}
+
 int Serve(ServerFlags flags, const sigset_t& signals) {
   const int threads = model::SetComputeThreads(flags.threads);
   if (!flags.max_concurrent_set) {
@@ -85,10 +105,12 @@ int Serve(ServerFlags flags, const sigset_t& signals) {
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  std::cerr << "attnscope-server: " << (signal_number == SIGINT ? "SIGINT" : "SIGTERM")
-            << ", draining in-flight requests (at most " << flags.drain_seconds << " s)"
-            << std::endl;
-  (*server)->Shutdown(std::chrono::milliseconds(static_cast<int64_t>(flags.drain_seconds * 1e3)));
+  std::cerr << "attnscope-server: " << SignalName(signal_number)
+            << ", draining in-flight requests (at most " << flags.drain_seconds
+            << " s; send it again to exit now)" << std::endl;
+  const auto drain = std::chrono::milliseconds(static_cast<int64_t>(flags.drain_seconds * 1e3));
+  ExitOnSecondSignal(signals);
+  (*server)->Shutdown(drain);
   std::cerr << "attnscope-server: stopped" << std::endl;
   return 0;
 }

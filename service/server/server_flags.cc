@@ -47,6 +47,22 @@ absl::Status BadValue(const std::string& flag, const std::string& value,
       absl::StrCat("--", flag, ": '", value, "' is not ", accepted));
 }
 
+// "host:port", "[ipv6]:port" or ":port" with a port in 0..65535, as gRPC and
+// the metrics server bind it; anything else names the flag and the value.
+Setter ListenSetter(const std::string& flag, std::string* target) {
+  return [=](const std::string& value) {
+    const size_t colon = value.rfind(':');
+    const std::string port = colon == std::string::npos ? "" : value.substr(colon + 1);
+    int64_t number = -1;
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+        !absl::SimpleAtoi(port, &number) || number > 65535) {
+      return BadValue(flag, value, "HOST:PORT with a port in 0..65535 (0 picks a free port)");
+    }
+    *target = value;
+    return absl::OkStatus();
+  };
+}
+
 template <typename Int>
 Setter IntSetter(const std::string& flag, Int* target, int64_t min, int64_t max) {
   return [=](const std::string& value) {
@@ -73,9 +89,8 @@ Setter ModelSetter(ServerFlags* flags) {
 std::map<std::string, Setter> Setters(ServerFlags* f) {
   rpc::ServiceConfig* s = &f->rpc.service;
   return {
-      {"listen", [f](const std::string& v) { f->rpc.listen = v; return absl::OkStatus(); }},
-      {"metrics-listen",
-       [f](const std::string& v) { f->metrics_listen = v; return absl::OkStatus(); }},
+      {"listen", ListenSetter("listen", &f->rpc.listen)},
+      {"metrics-listen", ListenSetter("metrics-listen", &f->metrics_listen)},
       {"model", ModelSetter(f)},
       {"threads", IntSetter("threads", &f->threads, 0, 1024)},
       {"max-concurrent", IntSetter("max-concurrent", &s->max_concurrent, 1, 4096)},

@@ -26,7 +26,8 @@ struct ServerFlags {
 extern const char kUsage[];
 
 // InvalidArgument naming the flag, the value and the accepted range for an
-// unknown flag, a missing or malformed value, or --model without NAME=DIR.
+// unknown flag, a missing or malformed value, an address whose port is not
+// in 0..65535 (--listen, --metrics-listen), or --model without NAME=DIR.
 absl::StatusOr<ServerFlags> ParseServerFlags(const std::vector<std::string>& args);
 
 }  // namespace attnscope::server

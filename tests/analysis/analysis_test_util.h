@@ -16,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "service/analysis/prompt_analyzer.h"
 #include "service/core/safetensors.h"
+#include "tests/common/float_compare.h"
 
 namespace attnscope::analysis::testing_util {
 
@@ -126,7 +127,7 @@ inline double MaxJsonDiff(const nlohmann::json& actual, const nlohmann::json& ex
       ADD_FAILURE() << path << ": expected a number, got " << actual.dump();
       return INFINITY;
     }
-    return std::fabs(actual.get<double>() - expected.get<double>());
+    return test::AbsDiff(actual.get<double>(), expected.get<double>());
   }
   if (expected.is_array()) {
     if (!actual.is_array() || actual.size() != expected.size()) {
@@ -136,7 +137,8 @@ inline double MaxJsonDiff(const nlohmann::json& actual, const nlohmann::json& ex
     }
     double worst = 0.0;
     for (size_t i = 0; i < expected.size(); ++i) {
-      worst = std::max(worst, MaxJsonDiff(actual[i], expected[i], absl::StrCat(path, "[", i, "]")));
+      worst = test::Worse(
+          worst, MaxJsonDiff(actual[i], expected[i], absl::StrCat(path, "[", i, "]")));
     }
     return worst;
   }
@@ -148,7 +150,7 @@ inline double MaxJsonDiff(const nlohmann::json& actual, const nlohmann::json& ex
         worst = INFINITY;
         continue;
       }
-      worst = std::max(worst, MaxJsonDiff(actual[key], value, path + "." + key));
+      worst = test::Worse(worst, MaxJsonDiff(actual[key], value, path + "." + key));
     }
     for (const auto& [key, value] : actual.items()) {
       if (!expected.contains(key)) ADD_FAILURE() << path << ": unexpected key " << key;

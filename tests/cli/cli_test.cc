@@ -1,4 +1,6 @@
 // The attnscope command line, end to end: a real process per test.
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +12,8 @@
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
 #include "tests/cli/run_cli.h"
+#include "tests/common/json_compare.h"
+#include "tests/reference/checkpoint_copies.h"
 
 namespace attnscope {
 namespace {
@@ -17,6 +21,8 @@ namespace {
 using ::testing::HasSubstr;
 using testing::RunCli;
 using nlohmann::json;
+using test::MaxAbsDiff;
+using test::MaxJsonDiff;
 
 std::string Fixture(const std::string& name) {
   return std::string(ATTNSCOPE_TEST_DATA_DIR) + "/models/" + name;
@@ -37,34 +43,6 @@ std::vector<float> Floats(const SafetensorsFile& f, const char* name) {
   const TensorRef* t = f.Find(name);
   EXPECT_NE(t, nullptr) << name;
   return t ? *ToFloat32(*t) : std::vector<float>{};
-}
-
-double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(double(a[i]) - b[i]));
-  return m;
-}
-
-// Largest absolute difference between two JSON values of the same shape;
-// infinity if their shapes or non-numeric values differ.
-double JsonDiff(const json& a, const json& b) {
-  if (a.is_number() && b.is_number()) return std::fabs(a.get<double>() - b.get<double>());
-  if (a.is_array() && b.is_array()) {
-    if (a.size() != b.size()) return INFINITY;
-    double m = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, JsonDiff(a[i], b[i]));
-    return m;
-  }
-  if (a.is_object() && b.is_object()) {
-    double m = 0;
-    for (auto it = b.begin(); it != b.end(); ++it) {
-      if (!a.contains(it.key())) return INFINITY;
-      m = std::max(m, JsonDiff(a[it.key()], it.value()));
-    }
-    return m;
-  }
-  return a == b ? 0 : INFINITY;
 }
 
 TEST(CliTest, HelpForEveryCommand) {
@@ -139,7 +117,8 @@ class FixtureCliTest : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(FixtureCliTest, ExportWritesTheReferenceTensors) {
-  const std::string out = ::testing::TempDir() + "/export-" + GetParam() + ".safetensors";
+  const std::string out = ::testing::TempDir() + "/attnscope-export-" + std::to_string(getpid()) +
+                          "-" + GetParam() + ".safetensors";
   auto r = RunCli({"analyze", "--model", dir(), "--ids", IdsArg(stats()["input_ids"]), "--export", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto mine = SafetensorsFile::Open(out);
@@ -152,9 +131,9 @@ TEST_P(FixtureCliTest, ExportWritesTheReferenceTensors) {
     EXPECT_EQ((*mine)->Find(name)->dtype, (*ref)->Find(name)->dtype) << name;
   }
   EXPECT_EQ(*ToInt64(*(*mine)->Find("input_ids")), *ToInt64(*(*ref)->Find("input_ids")));
-  EXPECT_LE(MaxDiff(Floats(**mine, "attentions"), Floats(**ref, "attentions")), 1e-5);
-  EXPECT_LE(MaxDiff(Floats(**mine, "hidden_states"), Floats(**ref, "hidden_states")), 1e-4);
-  EXPECT_LE(MaxDiff(Floats(**mine, "logits"), Floats(**ref, "logits")), 1e-4);
+  EXPECT_LE(MaxAbsDiff(Floats(**mine, "attentions"), Floats(**ref, "attentions")), 1e-5);
+  EXPECT_LE(MaxAbsDiff(Floats(**mine, "hidden_states"), Floats(**ref, "hidden_states")), 1e-4);
+  EXPECT_LE(MaxAbsDiff(Floats(**mine, "logits"), Floats(**ref, "logits")), 1e-4);
   std::remove(out.c_str());
 }
 
@@ -168,7 +147,7 @@ TEST_P(FixtureCliTest, JsonMatchesStatsInFullAndBlockwiseMode) {
     for (auto it = expected.begin(); it != expected.end(); ++it) {
       ASSERT_TRUE(got.contains(it.key())) << it.key();
       const double tolerance = it.key() == "z" ? 1e-4 : 1e-5;
-      const double diff = JsonDiff(got[it.key()], it.value());
+      const double diff = MaxJsonDiff(got[it.key()], it.value());
       EXPECT_LE(diff, tolerance) << it.key() << " block " << block;
     }
     EXPECT_EQ(got["tokens"].size(), expected["input_ids"].size());
@@ -177,6 +156,36 @@ TEST_P(FixtureCliTest, JsonMatchesStatsInFullAndBlockwiseMode) {
 
 INSTANTIATE_TEST_SUITE_P(Gpt2, FixtureCliTest,
                          ::testing::Values("gpt2-random-hub-layout", "gpt2-random-sharded-fp16"));
+
+// BF16 end to end: a bf16 copy of a fixture, written at test time, analyzed
+// by the binary. Same numbers as the float32 copy holding the same rounded
+// weights (only the loading differs), and close to the float32 original.
+TEST(CliBf16Test, AnalyzeOfABf16CheckpointMatchesItsRoundedFloat32Twin) {
+  const std::string fixture = Fixture("gpt2-random-hub-layout");
+  const json expected = ReadJson(fixture + "/stats.json");
+  reference::ScratchDir bf16, rounded;
+  ASSERT_TRUE(reference::WriteRoundedCopy(fixture, bf16.path(), true).ok());
+  ASSERT_TRUE(reference::WriteRoundedCopy(fixture, rounded.path(), false).ok());
+  json got[2];
+  for (int i = 0; i < 2; ++i) {
+    auto r = RunCli({"analyze", "--model", i == 0 ? bf16.path() : rounded.path(), "--ids",
+                     IdsArg(expected["input_ids"]), "--template", "none", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    got[i] = json::parse(r.out);
+  }
+  double worst_vs_float32 = 0;
+  for (auto it = expected.begin(); it != expected.end(); ++it) {
+    ASSERT_TRUE(got[0].contains(it.key())) << it.key();
+    EXPECT_LE(MaxJsonDiff(got[0][it.key()], got[1][it.key()]), 1e-6) << it.key();
+    const double diff = MaxJsonDiff(got[0][it.key()], it.value());
+    if (it.key() != "z") worst_vs_float32 = test::Worse(worst_vs_float32, diff);
+  }
+  std::printf("bf16 vs float32 statistics (z-scores aside): max |diff| %.3g\n", worst_vs_float32);
+  // bf16 moves every weight by up to 2^-9 relative: the statistics move, but
+  // by little, and they do move (the rounding really happened).
+  EXPECT_LE(worst_vs_float32, 0.05);
+  EXPECT_GT(worst_vs_float32, 1e-6);
+}
 
 TEST(CliTest, BundledModelReportsOnTheCatPrompt) {
   auto r = RunCli({"analyze", "--text", "The cat sat on the keyboard again.", "--color", "never"});

@@ -262,7 +262,9 @@ TEST(HeadsCliTest, BundledModelRunsTheSeedProtocolInSeconds) {
     const double loss = out["loss"][half].get<double>();
     EXPECT_TRUE(loss > 0 && loss < 30) << half << " " << loss;  // nats, finite
   }
-  EXPECT_LT(seconds, 30.0);
+  // Seconds on an idle machine; the bound only catches a pathological
+  // slowdown (minutes), not a loaded CI machine.
+  EXPECT_LT(seconds, 120.0);
 }
 
 }  // namespace

@@ -1,12 +1,15 @@
 #include "tests/cli/run_cli.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 extern char** environ;
 
@@ -20,10 +23,27 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
+// Waits for `pid` until `deadline`; SIGKILL and -1 after it.
+int WaitForExit(pid_t pid, std::chrono::steady_clock::time_point deadline) {
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling an exit, bounded
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 }  // namespace
 
-CliResult RunCli(const std::vector<std::string>& args) {
-  const std::string binary = std::string(ATTNSCOPE_BIN_DIR) + "/attnscope";
+CliResult RunCli(const std::vector<std::string>& args) { return RunBinary("attnscope", args); }
+
+CliResult RunBinary(const std::string& program, const std::vector<std::string>& args,
+                    double timeout_seconds) {
+  const std::string binary = std::string(ATTNSCOPE_BIN_DIR) + "/" + program;
   char out_path[] = "/tmp/attnscope-cli-out-XXXXXX";
   char err_path[] = "/tmp/attnscope-cli-err-XXXXXX";
   const int out_fd = mkstemp(out_path), err_fd = mkstemp(err_path);
@@ -37,9 +57,9 @@ CliResult RunCli(const std::vector<std::string>& args) {
   CliResult result;
   pid_t pid = 0;
   if (posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ) == 0) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    result.exit_code = WaitForExit(
+        pid, std::chrono::steady_clock::now() +
+                 std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1e3)));
   }
   posix_spawn_file_actions_destroy(&actions);
   close(out_fd);

@@ -1,4 +1,5 @@
-// Runs build/bin/attnscope as a separate process, as a user would.
+// Runs build/bin/attnscope (or another program of build/bin) as a separate
+// process, as a user would.
 #pragma once
 
 #include <string>
@@ -14,5 +15,10 @@ struct CliResult {
 
 // Runs `attnscope args...` (arguments passed verbatim, no shell parsing).
 CliResult RunCli(const std::vector<std::string>& args);
+
+// Runs build/bin/`program` with `args`; after `timeout_seconds` it is killed
+// (SIGKILL) and exit_code is -1.
+CliResult RunBinary(const std::string& program, const std::vector<std::string>& args,
+                    double timeout_seconds = 300);
 
 }  // namespace attnscope::testing

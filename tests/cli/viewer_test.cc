@@ -200,7 +200,7 @@ TEST_F(ViewerTest, UnwritablePageIsARuntimeError) {
 }
 
 TEST_F(ViewerTest, Screenshot) {
-  const std::string png = std::string(ATTNSCOPE_BIN_DIR) + "/../viewer-screenshot.png";
+  const std::string png = std::string(ATTNSCOPE_TEST_OUTPUT_DIR) + "/viewer-screenshot.png";
   std::filesystem::remove(png);
   const int rc = RunProgram(
       {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -128,7 +128,7 @@ void DashboardEndToEndTest::feedAndPromptView() {
   checkPromptView(&window, cat);
   if (QTest::currentTestFailed()) return;
 
-  const QString path = QStringLiteral(ATTNSCOPE_BUILD_DIR "/dashboard-screenshot.png");
+  const QString path = QStringLiteral(ATTNSCOPE_TEST_OUTPUT_DIR "/dashboard-screenshot.png");
   QVERIFY2(window.grab().save(path), qPrintable(path));
   qInfo("screenshot: %s", qPrintable(path));
 }
@@ -320,15 +320,26 @@ void DashboardEndToEndTest::settingsPersist() {
     splitter->setSizes({before[0] + 60, before[1] - 60});
     sizes = splitter->sizes();
     QCOMPARE(sizes.first(), before[0] + 60);
-    // Ctrl+, opens the settings dialog; the new address is used and kept.
-    QTimer::singleShot(200, [] {
+    // Ctrl+, opens the settings dialog (modal: keyClick returns once it is
+    // closed); a timer polls for it inside the dialog's event loop and
+    // answers as soon as it is up. The new address is used and kept.
+    QString dialogAddress;
+    bool answered = false;
+    QTimer poll;
+    poll.setInterval(10);
+    QObject::connect(&poll, &QTimer::timeout, [&] {
       auto* dialog = qobject_cast<SettingsDialog*>(QApplication::activeModalWidget());
-      QVERIFY(dialog != nullptr);
-      QCOMPARE(dialog->serverAddress(), QStringLiteral("127.0.0.1:1"));
+      if (dialog == nullptr) return;
+      poll.stop();
+      dialogAddress = dialog->serverAddress();
       dialog->setServerAddress(QStringLiteral("127.0.0.1:2"));
+      answered = true;
       dialog->accept();
     });
+    poll.start();
     QTest::keyClick(first.windowHandle(), Qt::Key_Comma, Qt::ControlModifier);
+    QTRY_VERIFY_WITH_TIMEOUT(answered, 10000);
+    QCOMPARE(dialogAddress, QStringLiteral("127.0.0.1:1"));
     QTRY_COMPARE(first.serverAddress(), QStringLiteral("127.0.0.1:2"));
     first.close();
   }

@@ -82,21 +82,39 @@ class PrometheusEndToEndTest : public ::testing::Test {
                           << "rule_files:\n  - " << ATTNSCOPE_DEPLOY_DIR << "/alerts.yml\n"
                           << "scrape_configs:\n  - job_name: attnscope\n    static_configs:\n"
                           << "      - targets: [\"" << metrics_address_ << "\"]\n";
-    prometheus_port_ = testing::FreeLoopbackPort();
-    std::string error;
-    prometheus_ = ChildProcess::Start(
-        {ATTNSCOPE_PROMETHEUS, "--config.file=" + config, "--storage.tsdb.path=" + dir_ + "/data",
-         "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port_)},
-        &error);
-    ASSERT_NE(prometheus_, nullptr) << error;
-    for (int i = 0;
-         i < 300 &&
-         testing::SendRaw(prometheus_port_, "GET /-/ready HTTP/1.0\r\n\r\n").status != 200;
-         ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    // Prometheus cannot report a port it picked itself, so the test picks
+    // one; if another process takes it first, Prometheus fails to bind (or
+    // something else answers) and the test tries another port.
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      prometheus_port_ = testing::FreeLoopbackPort();
+      std::string error;
+      prometheus_ = ChildProcess::Start(
+          {ATTNSCOPE_PROMETHEUS, "--config.file=" + config, "--storage.tsdb.path=" + dir_ + "/data",
+           "--web.listen-address=127.0.0.1:" + std::to_string(prometheus_port_)},
+          &error);
+      ASSERT_NE(prometheus_, nullptr) << error;
+      if (WaitUntilReady()) return;
+      const std::string why = prometheus_->Stderr();
+      prometheus_->Stop(20);
+      prometheus_.reset();
+      ASSERT_NE(why.find("address already in use"), std::string::npos)
+          << "Prometheus did not become ready: " << why;
     }
-    ASSERT_EQ(testing::SendRaw(prometheus_port_, "GET /-/ready HTTP/1.0\r\n\r\n").status, 200)
-        << prometheus_->Stderr();
+    FAIL() << "no free port for Prometheus after 5 attempts";
+  }
+
+  // Polls /-/ready (bounded, 30 s) until this Prometheus answers it; false
+  // if it exits (stderr says why) or something else holds the port.
+  bool WaitUntilReady() {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const testing::HttpReply ready =
+          testing::SendRaw(prometheus_port_, "GET /-/ready HTTP/1.0\r\n\r\n");
+      if (ready.status == 200) return ready.body.find("Prometheus") != std::string::npos;
+      if (prometheus_->Stderr().find("address already in use") != std::string::npos) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // polling, bounded
+    }
+    return false;
   }
 
   // GET an API path of Prometheus; the parsed "data" of a success, or null.

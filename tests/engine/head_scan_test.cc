@@ -18,6 +18,7 @@
 #include "service/engine/head_scan.h"
 #include "service/model/language_model.h"
 #include "service/model/recorder.h"
+#include "tests/common/float_compare.h"
 
 namespace attnscope::engine {
 namespace {
@@ -115,13 +116,12 @@ ReferenceScan ComputeReference(const Probe& probe) {
   return r;
 }
 
+// Largest |a - b| over two layer x head grids: +inf if shapes differ, NaN if
+// any cell is NaN (so EXPECT_LT fails).
 double GridDiff(const analysis::HeadGrid& a, const analysis::HeadGrid& b) {
-  if (a.size() != b.size()) return INFINITY;
+  if (a.size() != b.size()) return test::kInf;
   double m = 0;
-  for (size_t l = 0; l < a.size(); ++l) {
-    if (a[l].size() != b[l].size()) return INFINITY;
-    for (size_t h = 0; h < a[l].size(); ++h) m = std::max(m, std::fabs(a[l][h] - b[l][h]));
-  }
+  for (size_t l = 0; l < a.size(); ++l) m = test::Worse(m, test::MaxAbsDiff(a[l], b[l]));
   return m;
 }
 

@@ -1,11 +1,15 @@
 #include "tests/model/test_models.h"
 
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <random>
+
+#include "tests/common/float_compare.h"
 
 namespace attnscope::model::testing {
 
@@ -30,18 +34,14 @@ Reference LoadReference(const std::string& fixture) {
 }
 
 double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return std::numeric_limits<double>::infinity();
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(static_cast<double>(a[i]) - b[i]);
-    if (!(d <= worst)) worst = d;  // NaN propagates as the worst
-  }
-  return worst;
+  return test::MaxAbsDiff(a, b);  // NaN anywhere stays NaN
 }
 
 ScratchDir::ScratchDir() {
   std::mt19937_64 rng(std::random_device{}());
-  path_ = std::filesystem::temp_directory_path() / ("attnscope-test-" + std::to_string(rng()));
+  // pid and 64 random bits: unique even when two suite runs overlap.
+  path_ = std::filesystem::temp_directory_path() /
+          ("attnscope-test-" + std::to_string(getpid()) + "-" + std::to_string(rng()));
   std::filesystem::create_directories(path_);
 }
 

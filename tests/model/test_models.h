@@ -22,7 +22,8 @@ struct Reference {
 };
 Reference LoadReference(const std::string& fixture);
 
-// Largest |a - b| over two equal-length vectors (infinity if lengths differ).
+// Largest |a - b| over two equal-length vectors (infinity if lengths differ,
+// NaN if any element is NaN): tests/common/float_compare.h's MaxAbsDiff.
 double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b);
 
 // A fresh temporary directory, removed with the object.

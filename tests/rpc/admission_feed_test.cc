@@ -119,7 +119,9 @@ TEST(FeedHubTest, SlowSubscriberLosesAndCountsEventsWithoutBlocking) {
   auto slow = *hub.Subscribe({"", false});
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < 10; ++i) hub.Publish(Started("m" + std::to_string(i)), "x");
-  EXPECT_LT(std::chrono::steady_clock::now() - start, milliseconds(500));
+  // Publishing never waits for the subscriber (it would wait forever here:
+  // nobody reads); the bound is loose so that a loaded machine passes.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_EQ(dropped_total, 7);
   for (int i = 0; i < 3; ++i) {
     auto e = slow->Next(milliseconds(10));

@@ -104,17 +104,18 @@ TEST_F(RpcCliTest, LocalOnlyFlagsAreUsageErrorsWithServer) {
 }
 
 TEST(RpcCliNoServerTest, UnreachableServerExitsOneWithUnavailable) {
-  // A port that was just free: nothing listens there.
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  // A port this test holds bound but not listening: connections to it are
+  // refused, and no other process can take it meanwhile.
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   socklen_t len = sizeof(addr);
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
   const CliResult r = RunCli({"--server", "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)),
                               "models"});
+  close(fd);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("UNAVAILABLE"));
 }

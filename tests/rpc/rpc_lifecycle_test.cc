@@ -71,7 +71,7 @@ v1::AnalyzeRequest HeavyRequest() {
 }
 
 TEST_F(RpcTest, SigtermDrainsInFlightRequestsAndExitsZero) {
-  StartServer({"--drain-seconds", "60"});
+  StartServer({"--drain-seconds", "600"});
   // A dashboard on the feed: its stream must end when the server stops.
   grpc::ClientContext feed_context;
   auto feed = stub_->Subscribe(&feed_context, v1::SubscribeRequest());
@@ -89,15 +89,9 @@ TEST_F(RpcTest, SigtermDrainsInFlightRequestsAndExitsZero) {
     feed_status = feed->Finish();
   });
 
-  int exit_code = -1;
-  double stop_seconds = 0;
-  std::thread stopper([&] {
-    const auto start = std::chrono::steady_clock::now();
-    exit_code = server_->StopWith(SIGTERM, 120);
-    stop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  });
-  // Let the signal land while the analysis is blocked mid-stream.
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  server_->Signal(SIGTERM);
+  // The drain has begun while the analysis is blocked mid-stream.
+  ASSERT_TRUE(server_->WaitForStderr("draining", 60)) << server_->Stderr();
   size_t layers = 0, chunks = 0;
   bool summary = false;
   while (reader->Read(&event)) {
@@ -106,15 +100,14 @@ TEST_F(RpcTest, SigtermDrainsInFlightRequestsAndExitsZero) {
     summary = summary || event.has_summary();
   }
   const grpc::Status status = reader->Finish();
-  stopper.join();
   dashboard.join();
   EXPECT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(layers, 6u);
   EXPECT_EQ(chunks, 36u);
   EXPECT_TRUE(summary);
-  EXPECT_EQ(exit_code, 0);
-  // It exited once the request was done, not at the 60 s drain limit.
-  EXPECT_LT(stop_seconds, 45);
+  // It exits once the request is done: well before the 600 s drain limit
+  // (the bound only catches a server that waits for the limit).
+  EXPECT_EQ(server_->WaitForExit(300), 0);
   EXPECT_TRUE(feed_status.ok()) << feed_status.error_message();
 }
 
@@ -129,7 +122,7 @@ TEST_F(RpcTest, DrainIsBoundedWhenAClientStalls) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(seconds, 0.9);
-  EXPECT_LT(seconds, 15.0);
+  EXPECT_LT(seconds, 45.0);  // bounded by the 1 s drain, not by the client (loose for loaded CI)
   EXPECT_THAT(server_->Stderr(), HasSubstr("draining"));
   while (reader->Read(&event)) {
   }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "service/engine/prompt.h"
 #include "service/model/language_model.h"
@@ -137,6 +138,16 @@ void RpcTest::StartServer(const std::vector<std::string>& args) {
   server_ = ServerProcess::Start(args, &error);
   ASSERT_NE(server_, nullptr) << error;
   stub_ = NewStub(server_->address());
+}
+
+double WaitForMetric(const std::string& metrics_address, const std::string& series, double value) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  double now = MetricValue(ScrapeMetrics(metrics_address), series);
+  while (now != value && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling, bounded
+    now = MetricValue(ScrapeMetrics(metrics_address), series);
+  }
+  return now;
 }
 
 bool RpcTest::StillServes() {

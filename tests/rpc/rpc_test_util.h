@@ -57,6 +57,10 @@ std::string ScrapeMetrics(const std::string& address);
 // 'attnscope_requests_total{code="OK",rpc="Analyze"}'), or -1 if absent.
 double MetricValue(const std::string& scrape, const std::string& series);
 
+// Polls `metrics_address` until `series` (as MetricValue) equals `value`,
+// for at most 60 s; returns the last value seen.
+double WaitForMetric(const std::string& metrics_address, const std::string& series, double value);
+
 // Events of a result without their timings (which differ run to run).
 std::vector<v1::AnalyzeEvent> WithoutTimings(std::vector<v1::AnalyzeEvent> events);
 

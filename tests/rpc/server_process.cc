@@ -95,7 +95,26 @@ ServerProcess::~ServerProcess() {
 
 int ServerProcess::StopWith(int signal, double timeout_seconds) {
   if (pid_ <= 0) return -1;
-  kill(pid_, signal);
+  Signal(signal);
+  return WaitForExit(timeout_seconds);
+}
+
+void ServerProcess::Signal(int signal) {
+  if (pid_ > 0) kill(pid_, signal);
+}
+
+bool ServerProcess::WaitForStderr(const std::string& text, double timeout_seconds) const {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1e3));
+  while (Stderr().find(text) == std::string::npos) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling a file, bounded
+  }
+  return true;
+}
+
+int ServerProcess::WaitForExit(double timeout_seconds) {
+  if (pid_ <= 0) return -1;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1e3));
   while (std::chrono::steady_clock::now() < deadline) {

@@ -28,6 +28,12 @@ class ServerProcess {
   // Sends `signal` and waits up to `timeout_seconds` for the exit; returns
   // the exit code (128 + signal number if killed by one), or -1 on timeout.
   int StopWith(int signal, double timeout_seconds);
+  // Sends `signal` without waiting.
+  void Signal(int signal);
+  // Waits up to `timeout_seconds` for the exit; the exit code as StopWith.
+  int WaitForExit(double timeout_seconds);
+  // Waits up to `timeout_seconds` until stderr contains `text`.
+  bool WaitForStderr(const std::string& text, double timeout_seconds) const;
   // Everything the server wrote to stderr so far.
   std::string Stderr() const;
 

@@ -1,5 +1,7 @@
 #include "service/tokenizer/gpt2_tokenizer.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -42,9 +44,11 @@ void WriteAll(const std::filesystem::path& path, const std::string& contents) {
   std::ofstream(path, std::ios::binary) << contents;
 }
 
-// A fresh empty directory under the test temp dir.
+// A fresh empty directory under the test temp dir (the pid keeps two
+// overlapping suite runs apart).
 std::filesystem::path MakeTempDir(const std::string& name) {
-  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / ("gpt2_tok_" + name);
+  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                              ("gpt2_tok_" + std::to_string(getpid()) + "_" + name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
