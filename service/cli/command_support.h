@@ -1,9 +1,11 @@
 // Helpers shared by the subcommands: usage errors, loading the model named by
-// --model, and turning --text / --ids into a prompt.
+// --model, and turning --text / --text-file / --ids / --ids-file into a
+// prompt.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -21,12 +23,28 @@ int RuntimeError(const std::string& command, const absl::Status& status);
 // True if the arguments ask for help ("--help" or "-h" anywhere).
 bool WantsHelp(const std::vector<std::string>& args);
 
-// The model of --model (default: the bundled model), with --threads applied.
+// The model of --model (default: the bundled model), with --threads applied
+// (a warning on stderr when it exceeds the machine's cores).
 absl::StatusOr<std::unique_ptr<engine::ModelBundle>> LoadModelFromFlags(const Flags& flags);
 
-// --text or --ids (exactly one of them; InvalidArgument otherwise is a usage
-// error the caller reports with UsageError).
+// The flag specs of the prompt: --text, --text-file, --ids, --ids-file.
+std::vector<FlagSpec> PromptFlagSpecs();
+
+// The usage check of the prompt flags (InvalidArgument, reported with
+// UsageError): exactly one of --text TEXT (TEXT "-" reads stdin),
+// --text-file FILE, --ids 1,2,3 or --ids-file FILE ("-": stdin); --text ""
+// and a malformed --ids are refused.
 absl::Status CheckPromptFlags(const Flags& flags);
+
+// Reads the prompt of --text -, --text-file or --ids-file into --text or
+// --ids (the others pass unchanged). The text may be any UTF-8 without NUL
+// bytes. InvalidArgument (a runtime error: the input is bad, not the command
+// line) naming the file (or "stdin") for a file that cannot be read, no
+// content, a NUL byte or invalid UTF-8 (with the byte offset), or a
+// malformed id list.
+absl::Status LoadPromptSources(Flags& flags);
+
+// The prompt of --text or --ids (after LoadPromptSources).
 absl::StatusOr<engine::Prompt> PromptFromFlags(const engine::ModelBundle& bundle,
                                                const Flags& flags);
 

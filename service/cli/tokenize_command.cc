@@ -9,12 +9,13 @@
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope tokenize [--model DIR] --text TEXT [--json]
+constexpr char kHelp[] = R"(Usage: attnscope tokenize [--model DIR] (--text TEXT | --text-file FILE) [--json]
 
 Tokenizes TEXT with the model's tokenizer (vocab.json + merges.txt in DIR).
 
-  --model DIR   model directory (default: the bundled tiny-gpt2)
-  --text TEXT   the text to tokenize (UTF-8)
+  --model DIR        model directory (default: the bundled tiny-gpt2)
+  --text TEXT        the text to tokenize (UTF-8); --text - reads stdin
+  --text-file FILE   the text from a file (any UTF-8 without NUL bytes)
   --json        print {"ids":[...],"tokens":[...],"offsets":[[begin,end],...]}
                 (tokens as Hugging Face spells them, offsets in bytes)
 Without --json, prints the ids separated by spaces.
@@ -27,9 +28,14 @@ int RunTokenize(const std::vector<std::string>& args) {
     std::cout << kHelp;
     return kExitOk;
   }
-  auto flags = Flags::Parse(args, {{"model"}, {"text"}, {"json", false}});
+  auto flags = Flags::Parse(args, {{"model"}, {"text"}, {"text-file"}, {"json", false}});
   if (!flags.ok()) return UsageError("tokenize", flags.status());
-  if (!flags->Has("text")) return UsageError("tokenize", absl::InvalidArgumentError("--text is required"));
+  if (flags->Has("text") == flags->Has("text-file")) {
+    return UsageError("tokenize", absl::InvalidArgumentError(
+                                      "give exactly one of --text TEXT (- for stdin) or --text-file FILE"));
+  }
+  if (absl::Status usage = CheckPromptFlags(*flags); !usage.ok()) return UsageError("tokenize", usage);
+  if (absl::Status read = LoadPromptSources(*flags); !read.ok()) return RuntimeError("tokenize", read);
   const std::string dir = flags->Get("model", engine::DefaultModelDirectory());
   // Only the tokenizer is needed: no weights are loaded.
   auto tok = tokenizer::Gpt2Tokenizer::Load(dir);
