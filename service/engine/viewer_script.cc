@@ -169,11 +169,11 @@ function drawLines(i, r) {
     ctx.fillStyle = k === i ? "#f08c00" : "#1c2430"; ctx.textAlign = "right";
     ctx.fillText(`${k} ${label(D.tokens[k], 9)}`, 128, yl(n));
   });
-  const top = Math.max(...keys.map((j) => r[j]), 1e-9);
+  const most = Math.max(...keys.map((j) => r[j]), 1e-9);
   keys.forEach((j, n) => {
     ctx.fillStyle = "#1c2430"; ctx.textAlign = "left";
     ctx.fillText(`${j} ${label(D.tokens[j], 9)} ${r[j].toFixed(3)}`, 232, yl(n));
-    ctx.strokeStyle = `rgba(36,88,211,${(0.08 + 0.92 * opacity(r[j] / top)).toFixed(3)})`;
+    ctx.strokeStyle = `rgba(36,88,211,${(0.08 + 0.92 * opacity(r[j] / most)).toFixed(3)})`;
     ctx.lineWidth = 1 + 4 * r[j];
     ctx.beginPath(); ctx.moveTo(134, yl(left.indexOf(i))); ctx.lineTo(226, yl(n)); ctx.stroke();
   });
