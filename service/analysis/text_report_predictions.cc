@@ -74,7 +74,8 @@ std::string PredictionSection(const PromptStats& s, const std::vector<std::strin
       const auto& p = s.top_predictions[k];
       for (size_t r = 0; r < p.size() && r < static_cast<size_t>(std::max(o.predictions_per_row, 0));
            ++r) {
-        absl::StrAppend(&top, r ? "  " : "", "\"", DisplayToken(p[r].token, width), "\" ",
+        const std::string token = p[r].token.empty() ? absl::StrCat("#", p[r].id) : p[r].token;
+        absl::StrAppend(&top, r ? "  " : "", "\"", DisplayToken(token, width), "\" ",
                         absl::StrFormat("%.3f", p[r].p));
       }
     }

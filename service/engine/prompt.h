@@ -21,7 +21,8 @@ struct Prompt {
   std::vector<std::pair<int64_t, int64_t>> offsets;  // byte span in `text`
   std::vector<bool> special;
 
-  // What a person should see for token i: its bytes made valid UTF-8.
+  // What a person should see for token i: its bytes, with bytes that are not
+  // part of valid UTF-8 (a byte-level fragment of a character) as <0xNN>.
   std::string Display(size_t i) const;
 };
 
