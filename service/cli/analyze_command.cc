@@ -55,6 +55,9 @@ top predictions (see service/analysis/definitions.md).
                      bounds memory on long prompts, same results
   --threads N        intra-op threads (default: all cores)
   --color WHEN       auto (default), always or never
+  --deadline S       give up after S seconds (with --server the server stops
+                     too); with --server, a line on stderr says when the
+                     server has not answered within a second (queued)
 )";
 
 struct AnalyzeArgs {
@@ -62,6 +65,7 @@ struct AnalyzeArgs {
   engine::AnalysisSettings settings;
   bool color = false;
   int top = 0;
+  double deadline = 0;
 };
 
 // --export and --viewer naming the same file would overwrite one with the
@@ -94,7 +98,8 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
       a.flags, Flags::Parse(args, [] {
         std::vector<FlagSpec> specs = {{"model"},     {"json", false}, {"export"},
                                        {"viewer"},    {"threshold"},   {"template"},
-                                       {"block-size"}, {"threads"},    {"color"}, {"top"}};
+                                       {"block-size"}, {"threads"},    {"color"}, {"top"},
+                                       {"deadline"}};
         for (const FlagSpec& s : PromptFlagSpecs()) specs.push_back(s);
         return specs;
       }()));
@@ -102,6 +107,8 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   ATTNSCOPE_RETURN_IF_ERROR(CheckOutputPaths(a.flags));
   ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t top, a.flags.GetInt("top", 0, 0, 1 << 24));
   a.top = static_cast<int>(top);
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.deadline, ParseDeadline(a.flags));
+  a.settings.should_stop = LocalDeadline(a.deadline);
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.threshold, a.flags.GetDouble("threshold", 6.0));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.structure,
                              analysis::ParseTemplate(a.flags.Get("template", "auto")));
@@ -161,9 +168,10 @@ int RunRemote(const AnalyzeArgs& a, const std::string& server) {
   if (!local_only.ok()) return UsageError("analyze", local_only);
   auto prompt = PromptSpecFromFlags(a.flags);
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
-  auto remote =
-      rpc::RemoteClient(server).Analyze(RemoteModelName(a.flags), *prompt, a.settings);
-  if (!remote.ok()) return RuntimeError("analyze", remote.status());
+  rpc::RemoteClient client(server);
+  client.SetCallOptions(RemoteCallOptions("analyze", server, a.deadline));
+  auto remote = client.Analyze(RemoteModelName(a.flags), *prompt, a.settings);
+  if (!remote.ok()) return RuntimeError("analyze", ExplainDeadline(remote.status(), a.deadline));
   if (a.flags.Has("json")) {
     PrintJson(remote->first, remote->second);
   } else {
@@ -190,7 +198,7 @@ int RunAnalyze(const std::vector<std::string>& args, const std::string& server) 
   auto prompt = PromptFromFlags(**bundle, parsed->flags);
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
   auto run = engine::RunAnalysis(**bundle, *prompt, parsed->settings);
-  if (!run.ok()) return RuntimeError("analyze", run.status());
+  if (!run.ok()) return RuntimeError("analyze", ExplainDeadline(run.status(), parsed->deadline));
   if (parsed->flags.Has("export")) {
     absl::Status written = engine::ExportTensors(parsed->flags.Get("export"), prompt->ids,
                                                  (*bundle)->config(), *run->tensors);

@@ -44,12 +44,16 @@ most likely other tokens (the alternatives; never the chosen token itself).
   --ignore-eos         do not stop at the end-of-text token
   --json               machine-readable output
   --threads N          intra-op threads (local only; default: all cores)
+  --deadline S         give up after S seconds (with --server the server
+                       stops too); with --server, a line on stderr says when
+                       the server has not answered within a second (queued)
 )";
 
 struct GenerateArgs {
   Flags flags;
   engine::GenerationSettings settings;
   int alternatives = 0;  // shown per token (the engine is asked for one more)
+  double deadline = 0;   // seconds; 0: none
 };
 
 // What the sampling flags allow, checked before anything runs (usage errors).
@@ -72,7 +76,7 @@ absl::StatusOr<GenerateArgs> ParseArgs(const std::vector<std::string>& args) {
         std::vector<FlagSpec> specs = {{"model"},        {"max-new-tokens"},      {"temperature"},
                                        {"top-k"},        {"top-p"},               {"seed"},
                                        {"alternatives"}, {"sink-scores", false},  {"ignore-eos", false},
-                                       {"json", false},  {"threads"}};
+                                       {"json", false},  {"threads"},           {"deadline"}};
         for (const FlagSpec& s : PromptFlagSpecs()) specs.push_back(s);
         return specs;
       }()));
@@ -91,6 +95,8 @@ absl::StatusOr<GenerateArgs> ParseArgs(const std::vector<std::string>& args) {
   s.sampling.top_k = static_cast<int>(top_k);
   s.sampling.seed = static_cast<uint64_t>(seed);
   ATTNSCOPE_RETURN_IF_ERROR(CheckSampling(s.sampling));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.deadline, ParseDeadline(a.flags));
+  s.should_stop = LocalDeadline(a.deadline);
   a.alternatives = static_cast<int>(alternatives);
   // One more than shown: the chosen token is often among the most likely.
   s.num_alternatives = alternatives > 0 ? static_cast<int>(alternatives) + 1 : 0;
@@ -138,7 +144,7 @@ int RunLocal(GenerateArgs& a) {
     return RuntimeError("generate", fit);
   }
   auto result = engine::Generate(**bundle, *prompt, a.settings);
-  if (!result.ok()) return RuntimeError("generate", result.status());
+  if (!result.ok()) return RuntimeError("generate", ExplainDeadline(result.status(), a.deadline));
   const double seconds = result->prefill_seconds + result->decode_seconds;
   Print(a, *prompt, std::move(*result),
         seconds > 0 ? static_cast<double>(result->tokens.size()) / seconds : 0.0,
@@ -153,8 +159,9 @@ int RunRemote(const GenerateArgs& a, const std::string& server) {
   auto prompt = PromptSpecFromFlags(a.flags);
   if (!prompt.ok()) return RuntimeError("generate", prompt.status());
   rpc::RemoteClient client(server);
+  client.SetCallOptions(RemoteCallOptions("generate", server, a.deadline));
   auto remote = client.Generate(RemoteModelName(a.flags), *prompt, a.settings);
-  if (!remote.ok()) return RuntimeError("generate", remote.status());
+  if (!remote.ok()) return RuntimeError("generate", ExplainDeadline(remote.status(), a.deadline));
   int64_t num_heads = 0;  // only needed to nest sink scores
   if (a.settings.layer_sink_scores) {
     auto models = client.ListModels();

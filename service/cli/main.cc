@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope_version.h"
 #include "service/cli/commands.h"
 
 namespace {
@@ -22,7 +23,8 @@ Commands:
 With --server HOST:PORT, analyze, generate and models run on a running
 attnscope-server instead of loading a model here; the output is the same.
 
-Run 'attnscope <command> --help' for the options of a command.
+Run 'attnscope <command> --help' for the options of a command, and
+'attnscope --version' for the version and git revision.
 )";
 
 // Takes a leading "--server HOST:PORT" (or "--server=HOST:PORT") off `args`.
@@ -61,6 +63,11 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kHelp;
+    return attnscope::cli::kExitOk;
+  }
+  if (command == "--version" || command == "version") {
+    std::cout << "attnscope " << attnscope::kAttnscopeVersion << " (git "
+              << attnscope::kAttnscopeGitRevision << ")\n";
     return attnscope::cli::kExitOk;
   }
   if (command == "analyze") return attnscope::cli::RunAnalyze(args, server);

@@ -22,7 +22,9 @@ std::string Slurp(const std::string& path) {
 
 }  // namespace
 
-CliResult RunCli(const std::vector<std::string>& args) {
+CliResult RunCli(const std::vector<std::string>& args) { return RunCliWithStdin(args, {}); }
+
+CliResult RunCliWithStdin(const std::vector<std::string>& args, const std::string& stdin_bytes) {
   const std::string binary = std::string(ATTNSCOPE_BIN_DIR) + "/attnscope";
   char out_path[] = "/tmp/attnscope-cli-out-XXXXXX";
   char err_path[] = "/tmp/attnscope-cli-err-XXXXXX";
@@ -31,6 +33,10 @@ CliResult RunCli(const std::vector<std::string>& args) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
+  char in_path[] = "/tmp/attnscope-cli-in-XXXXXX";
+  const int in_fd = mkstemp(in_path);
+  std::ofstream(in_path, std::ios::binary) << stdin_bytes;
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, in_path, O_RDONLY, 0);
   std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -44,6 +50,8 @@ CliResult RunCli(const std::vector<std::string>& args) {
   posix_spawn_file_actions_destroy(&actions);
   close(out_fd);
   close(err_fd);
+  close(in_fd);
+  unlink(in_path);
   result.out = Slurp(out_path);
   result.err = Slurp(err_path);
   unlink(out_path);

@@ -14,5 +14,7 @@ struct CliResult {
 
 // Runs `attnscope args...` (arguments passed verbatim, no shell parsing).
 CliResult RunCli(const std::vector<std::string>& args);
+// The same with `stdin_bytes` as its standard input.
+CliResult RunCliWithStdin(const std::vector<std::string>& args, const std::string& stdin_bytes);
 
 }  // namespace attnscope::testing
