@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,9 @@ TEST(GenerateCliTest, TableHonoursAlternativesAndSinkScores) {
     const json& t = j["tokens"][rows++];
     // The row holds the chosen token, then exactly its two alternatives.
     for (const json& a : t["alternatives"]) {
-      EXPECT_THAT(line, HasSubstr(std::to_string(a["probability"].get<double>()).substr(0, 6)));
+      char shown[32];
+      std::snprintf(shown, sizeof(shown), "%.4f", a["probability"].get<double>());
+      EXPECT_THAT(line, HasSubstr(shown));
     }
     EXPECT_EQ(std::count(line.begin(), line.end(), '"'), 6) << line;
   }
