@@ -7,15 +7,26 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <cstdio>
+#include <cstring>
+
+#include "attnscope_version.h"
 
 #include "client/ui/main_window.h"
 #include "client/ui/settings_dialog.h"
 
 int main(int argc, char** argv) {
+  // Answered before QApplication exists, so it needs no display.
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--version") == 0 || std::strcmp(argv[i], "-v") == 0) {
+      std::printf("attnscope-dashboard %s (git %s)\n", attnscope::kAttnscopeVersion,
+                  attnscope::kAttnscopeGitRevision);
+      return 0;
+    }
+  }
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("attnscope"));
   QApplication::setApplicationName(QStringLiteral("dashboard"));
-  QApplication::setApplicationVersion(QStringLiteral("0.1.0"));
+  QApplication::setApplicationVersion(QString::fromLatin1(attnscope::kAttnscopeVersion));
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("Live dashboard for attnscope-server"));

@@ -53,6 +53,8 @@ void PromptAnalyzer::OnBegin(int sequence, int64_t num_tokens) {
   have_logits_ = false;
   entropy_nats_.clear();
   entropy_normalized_.clear();
+  surprisal_.clear();
+  top_.clear();
   if (num_tokens < 1 || num_tokens > kMaxTokens) {
     Fail(absl::InvalidArgumentError(absl::StrCat("OnBegin: num_tokens is ", num_tokens,
                                                  "; need at least 1 and at most ", kMaxTokens)));
@@ -142,6 +144,8 @@ void PromptAnalyzer::OnLogits(int sequence, const float* logits, int64_t num_tok
   have_logits_ = true;
   vocab_ = vocab;
   NextTokenEntropy(logits, num_tokens, vocab, &entropy_nats_, &entropy_normalized_);
+  NextTokenPredictions(logits, num_tokens, vocab, options_.input_ids, options_.top_k, &surprisal_,
+                       &top_);
 }
 
 absl::Status PromptAnalyzer::CheckComplete() const {
@@ -206,6 +210,11 @@ absl::StatusOr<PromptStats> PromptAnalyzer::Finish() const {
   out.num_candidates = health.num_candidates;
   out.next_token_entropy_nats = entropy_nats_;
   out.next_token_entropy_normalized = entropy_normalized_;
+  for (int64_t p : out.structural) {
+    if (out.z[static_cast<size_t>(p)] > out.threshold) out.expected_sinks.push_back(p);
+  }
+  out.next_token_surprisal_nats = surprisal_;
+  out.top_predictions = top_;
   return out;
 }
 

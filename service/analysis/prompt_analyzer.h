@@ -27,6 +27,11 @@ struct AnalysisOptions {
   // > 0: also report the induction score for a probe of T = 2n+1 tokens
   // (Finish fails if T differs).
   int64_t induction_n = 0;
+  // The sequence's token ids ([T]); when given, the surprisal of each actual
+  // next token is reported. Empty: not reported.
+  std::vector<int64_t> input_ids;
+  // The most likely next tokens reported per position (0: none).
+  int64_t top_k = 5;
 };
 
 class PromptAnalyzer : public model::ForwardObserver {
@@ -71,6 +76,8 @@ class PromptAnalyzer : public model::ForwardObserver {
   ReceivedAccumulator received_;
   std::vector<double> entropy_nats_;
   std::vector<double> entropy_normalized_;
+  std::vector<double> surprisal_;
+  std::vector<std::vector<Prediction>> top_;
 };
 
 // Full forward-pass tensors of one sequence, row-major float32.

@@ -4,12 +4,20 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace attnscope::analysis {
 
 // A (layers x heads) table: grid[l][h].
 using HeadGrid = std::vector<std::vector<double>>;
+
+// One of the model's most likely next tokens at a position.
+struct Prediction {
+  int64_t id = 0;
+  double p = 0.0;     // softmax(Z[i])[id]
+  std::string token;  // its text (filled by the engine from the tokenizer; "" if none)
+};
 
 struct PromptStats {
   int64_t num_layers = 0;  // L
@@ -47,6 +55,15 @@ struct PromptStats {
   double health = 10.0;          // context health, 0..10
   std::vector<double> next_token_entropy_nats;        // [T]
   std::vector<double> next_token_entropy_normalized;  // [T], divided by log V
+  // Structural positions with z > threshold, ascending: expected sinks, never
+  // in `sinks` nor in the health score.
+  std::vector<int64_t> expected_sinks;
+  // [T-1]: entry i is -ln p_i(x_{i+1}), the surprisal of the prompt's actual
+  // next token under softmax(Z[i]). Empty when the input ids were not given.
+  std::vector<double> next_token_surprisal_nats;
+  // [T][k]: the k most likely next tokens at each position, most likely first
+  // (ties: lower id first). Empty when k = 0.
+  std::vector<std::vector<Prediction>> top_predictions;
 };
 
 }  // namespace attnscope::analysis

@@ -46,6 +46,17 @@ nlohmann::json StatsToJson(const PromptStats& stats) {
         {"raw", Matrix(stats.value_weighted_raw)},
         {"normalized", Matrix(stats.value_weighted_normalized)}};
   }
+  j["expected_sinks"] = stats.expected_sinks;
+  j["next_token_surprisal_nats"] = Vector(stats.next_token_surprisal_nats);
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& position : stats.top_predictions) {
+    nlohmann::json row = nlohmann::json::array();
+    for (const Prediction& p : position) {
+      row.push_back({{"id", p.id}, {"token", p.token}, {"p", Number(p.p)}});
+    }
+    top.push_back(std::move(row));
+  }
+  j["top_predictions"] = std::move(top);
   if (!stats.induction_score.empty()) j["induction_score"] = Matrix(stats.induction_score);
   return j;
 }

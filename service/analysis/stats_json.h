@@ -11,7 +11,10 @@ namespace attnscope::analysis {
 // ([L][H]); back_half_sink_share; massive {max_norm [T],
 // ratio_first_to_median_rest, argmax_token}; token_norms [L+1][T]; received,
 // z, next_token_entropy_nats, next_token_entropy_normalized ([T]);
-// structural (sorted), threshold, sinks, health. When computed, also
+// structural (sorted), threshold, sinks (anomalous only), health;
+// expected_sinks (structural positions with z > threshold),
+// next_token_surprisal_nats ([T-1]) and top_predictions ([T][k] of {"id",
+// "token", "p"}). When computed, also
 // value_weighted_first_token_share {raw, normalized} ([L][H]) and
 // induction_score ([L][H]); absent otherwise. Non-finite numbers become null
 // (JSON has no NaN or Inf).

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "service/core/utf8.h"
+#include "service/analysis/text_cells.h"
 
 namespace attnscope::analysis {
 namespace {
@@ -19,21 +20,9 @@ constexpr const char* kBandColors[] = {"2", "36", "33", "91", "1;31"};
 constexpr int kHealthBarCells = 10;
 constexpr size_t kLineWidth = 88;
 
-size_t CodePoints(const std::string& s) {
-  return static_cast<size_t>(std::count_if(
-      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
-std::string PadRight(std::string s, size_t width) {
-  const size_t n = CodePoints(s);
-  if (n < width) s.append(width - n, ' ');
-  return s;
-}
-
-// Wraps `text` in an SGR sequence when colour is on.
-std::string Paint(const std::string& text, const char* sgr, bool color) {
-  return color ? absl::StrCat("\x1b[", sgr, "m", text, "\x1b[0m") : text;
-}
+using text_cells::CodePoints;
+using text_cells::Paint;
+using text_cells::PadRight;
 
 int Band(double v) {
   if (!(v >= 0.2)) return 0;  // also NaN
@@ -114,6 +103,27 @@ std::string SinkSection(const PromptStats& s, const std::vector<std::string>& to
                                  PadRight(TokenLabel(tokens, j, o.token_text_width), label_width),
                                  z, r),
                  "1;31", o.color);
+    out += "\n";
+  }
+  return out + "\n";
+}
+
+std::string ExpectedSinkSection(const PromptStats& s, const std::vector<std::string>& tokens,
+                                const TextReportOptions& o) {
+  std::string out = absl::StrFormat(
+      "Expected sinks (structural tokens with z > %.1f; not anomalous, not in the health score)\n",
+      s.threshold);
+  if (s.expected_sinks.empty()) out += "  none\n";
+  const size_t label_width = LabelColumn(s, tokens, o.token_text_width);
+  for (int64_t j : s.expected_sinks) {
+    const auto k = static_cast<size_t>(j);
+    const double z = k < s.z.size() ? s.z[k] : 0.0;
+    const double r = k < s.received.size() ? s.received[k] : 0.0;
+    out += Paint(absl::StrFormat("  %s %s  z = %6.2f  received %.4f",
+                                 PadRight(absl::StrCat("#", j), IndexColumn(s)),
+                                 PadRight(TokenLabel(tokens, j, o.token_text_width), label_width),
+                                 z, r),
+                 "36", o.color);
     out += "\n";
   }
   return out + "\n";
@@ -235,6 +245,7 @@ std::string NormSection(const PromptStats& s, const std::vector<std::string>& to
         " ", Paint(Bar(top > 0.0 ? v / top : 0.0, o.bar_width, " "), sgr, o.color), " ",
         absl::StrFormat("%9s", FormatNorm(v, top)));
     if (sink) line += Paint("  sink", "1;31", o.color);
+    if (Contains(s.expected_sinks, i)) line += Paint("  expected sink", "36", o.color);
     if (structural) line += Paint("  structural", "36", o.color);
     out += line + "\n";
   }
@@ -244,8 +255,28 @@ std::string NormSection(const PromptStats& s, const std::vector<std::string>& to
 
 }  // namespace
 
+std::string ReadableBytes(const std::string& bytes) {
+  std::string out;
+  size_t i = 0;
+  while (i < bytes.size()) {
+    // The length of the valid sequence at i, or 0.
+    size_t n = 0;
+    for (size_t len = 1; len <= 4 && i + len <= bytes.size() && n == 0; ++len) {
+      if (ValidateUtf8(std::string_view(bytes).substr(i, len), "").ok()) n = len;
+    }
+    if (n == 0) {
+      out += absl::StrFormat("<0x%02X>", static_cast<unsigned char>(bytes[i]));
+      ++i;
+    } else {
+      out.append(bytes, i, n);
+      i += n;
+    }
+  }
+  return out;
+}
+
 std::string DisplayToken(const std::string& bytes, int max_chars) {
-  const std::string text = SanitizeUtf8(bytes);
+  const std::string text = ReadableBytes(bytes);
   std::string escaped;
   for (char c : text) {
     const auto u = static_cast<unsigned char>(c);
@@ -280,10 +311,12 @@ std::string RenderTextReport(const PromptStats& stats, const std::vector<std::st
                                     stats.num_tokens, stats.num_layers, stats.num_heads);
   out += HealthSection(stats, options.color);
   out += SinkSection(stats, tokens, options);
+  out += ExpectedSinkSection(stats, tokens, options);
   out += StructuralSection(stats, tokens, options);
   out += MassiveSection(stats, tokens, options);
   out += GridSection(stats, options);
   out += NormSection(stats, tokens, options);
+  out += PredictionSection(stats, tokens, options);
   return out;
 }
 

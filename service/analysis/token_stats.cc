@@ -161,4 +161,37 @@ void NextTokenEntropy(const float* logits, int64_t num_tokens, int64_t vocab,
   }
 }
 
+void NextTokenPredictions(const float* logits, int64_t num_tokens, int64_t vocab,
+                          const std::vector<int64_t>& ids, int64_t k,
+                          std::vector<double>* surprisal,
+                          std::vector<std::vector<Prediction>>* top) {
+  surprisal->clear();
+  top->assign(static_cast<size_t>(num_tokens), {});
+  const bool with_ids = static_cast<int64_t>(ids.size()) == num_tokens;
+  const auto keep = static_cast<size_t>(std::max<int64_t>(0, std::min(k, vocab)));
+  std::vector<int64_t> order(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < num_tokens; ++i) {
+    const float* row = logits + i * vocab;
+    double max = -std::numeric_limits<double>::infinity();
+    for (int64_t v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
+    double sum = 0.0;
+    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
+    const double log_z = max + std::log(sum);
+    if (with_ids && i + 1 < num_tokens) {
+      const int64_t next = ids[static_cast<size_t>(i + 1)];
+      surprisal->push_back(next >= 0 && next < vocab
+                               ? log_z - static_cast<double>(row[next])
+                               : std::numeric_limits<double>::quiet_NaN());
+    }
+    if (keep == 0) continue;
+    for (int64_t v = 0; v < vocab; ++v) order[static_cast<size_t>(v)] = v;
+    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
+                      [row](int64_t a, int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+    auto& out = (*top)[static_cast<size_t>(i)];
+    for (size_t r = 0; r < keep; ++r) {
+      out.push_back({order[r], std::exp(static_cast<double>(row[order[r]]) - log_z), ""});
+    }
+  }
+}
+
 }  // namespace attnscope::analysis

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "service/analysis/prompt_stats.h"
 #include "service/model/forward_observer.h"
 
 namespace attnscope::analysis {
@@ -68,5 +69,15 @@ HealthResult ContextHealth(const std::vector<double>& z, const std::vector<int64
 // entries.
 void NextTokenEntropy(const float* logits, int64_t num_tokens, int64_t vocab,
                       std::vector<double>* nats, std::vector<double>* normalized);
+
+// From the logits (num_tokens, vocab), in double through log-softmax:
+// `surprisal` gets num_tokens - 1 entries -ln p_i(ids[i+1]) (NaN for an id
+// outside [0, vocab); nothing when ids.size() != num_tokens), `top` gets
+// num_tokens lists of the min(k, vocab) most likely ids with their
+// probabilities, most likely first, ties by lower id (token text left empty).
+void NextTokenPredictions(const float* logits, int64_t num_tokens, int64_t vocab,
+                          const std::vector<int64_t>& ids, int64_t k,
+                          std::vector<double>* surprisal,
+                          std::vector<std::vector<Prediction>>* top);
 
 }  // namespace attnscope::analysis

@@ -1,7 +1,12 @@
 // attnscope analyze: one prompt through the model, with every statistic.
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 #include "nlohmann/json.hpp"
 #include "service/analysis/stats_json.h"
@@ -18,19 +23,23 @@
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] analyze [--model DIR|NAME] (--text TEXT | --ids 1,2,3 | --chat FILE) [options]
+constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] analyze [--model DIR|NAME] (--text TEXT | --text-file FILE | --ids 1,2,3 | --ids-file FILE | --chat FILE) [options]
 
-Runs the prompt through the model and reports attention sinks, hidden-state
-norms, context health and next-token entropy (see service/analysis/definitions.md).
+Runs the prompt through the model and reports attention sinks (anomalous and
+expected), hidden-state norms, context health and, per position, the
+next-token entropy, the surprisal of the actual next token and the model's
+top predictions (see service/analysis/definitions.md).
 
   --model DIR|NAME   model directory (default: the bundled tiny-gpt2); with
                      --server, a model name from 'attnscope models' (default:
                      the server's default model); the output is the same
   --text TEXT        the prompt as text (needs the model's tokenizer); special
                      tokens are added as Hugging Face does by default
-                     (Llama's BOS; nothing for GPT-2)
-  --no-special-tokens  with --text: add no special tokens
+                     (Llama's BOS; nothing for GPT-2); --text - reads stdin
+  --text-file FILE   the prompt from a file (any UTF-8 without NUL bytes)
+  --no-special-tokens  with a text prompt: add no special tokens
   --ids 1,2,3        the prompt as token ids
+  --ids-file FILE    token ids from a file (commas or whitespace; - = stdin)
   --chat FILE        a conversation, JSON [{"role": ..., "content": ...}],
                      rendered with the model's chat template
   --add-generation-prompt  with --chat: end with the assistant's header
@@ -39,8 +48,12 @@ norms, context health and next-token entropy (see service/analysis/definitions.m
   --export FILE      write input_ids, attentions (L,H,T,T), hidden_states
                      (L+1,T,D) and logits (T,V) to a safetensors file
   --viewer FILE      write a self-contained HTML page to explore the
-                     attention weights (pick a layer and a head, hover a
-                     token to see what it reads); open it in any browser
+                     attention weights: every head at a glance, one head's
+                     matrix, what a hovered token reads and its z, norm and
+                     entropy; open it in any browser (a different FILE
+                     than --export)
+  --top N            next-token section: only the N positions whose next
+                     token was most surprising (default: all)
   --threshold X      z-score above which a token is a sink (default 6.0)
   --template T       structural positions: none, chatml, chat or auto
                      (default: chat for --chat, else chatml if the text has
@@ -49,21 +62,56 @@ norms, context health and next-token entropy (see service/analysis/definitions.m
                      bounds memory on long prompts, same results
   --threads N        intra-op threads (default: all cores)
   --color WHEN       auto (default), always or never
+  --deadline S       give up after S seconds (with --server the server stops
+                     too); with --server, a line on stderr says when the
+                     server has not answered within a second (queued)
 )";
 
 struct AnalyzeArgs {
   Flags flags;
   engine::AnalysisSettings settings;
   bool color = false;
+  int top = 0;
+  double deadline = 0;
 };
+
+// --export and --viewer naming the same file would overwrite one with the
+// other.
+absl::Status CheckOutputPaths(const Flags& flags) {
+  if (!flags.Has("export") || !flags.Has("viewer")) return absl::OkStatus();
+  std::error_code ec1, ec2;
+  const auto a = std::filesystem::weakly_canonical(flags.Get("export"), ec1);
+  const auto b = std::filesystem::weakly_canonical(flags.Get("viewer"), ec2);
+  if (flags.Get("export") == flags.Get("viewer") || (!ec1 && !ec2 && a == b)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--export and --viewer both name '", flags.Get("viewer"),
+        "': one would overwrite the other; give two files (e.g. run.safetensors and run.html)"));
+  }
+  return absl::OkStatus();
+}
+
+// "wrote FILE (12.3 MB)" on stderr, so that stdout stays the report or JSON.
+void ReportWritten(const std::string& path, const char* what) {
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  std::cerr << "attnscope analyze: wrote " << path << " (" << what;
+  if (!ec) std::cerr << ", " << absl::StrFormat("%.1f", static_cast<double>(bytes) / 1e6) << " MB";
+  std::cerr << ")\n";
+}
 
 absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   AnalyzeArgs a;
   ATTNSCOPE_ASSIGN_OR_RETURN(
       a.flags, Flags::Parse(args, WithPromptFlags({{"model"}, {"json", false}, {"export"},
                                                    {"viewer"}, {"threshold"}, {"template"},
-                                                   {"block-size"}, {"threads"}, {"color"}})));
+                                                   {"block-size"}, {"threads"}, {"color"},
+                                                   {"top"}, {"deadline"}})));
   ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
+  ATTNSCOPE_RETURN_IF_ERROR(CheckOutputPaths(a.flags));
+  ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t top, a.flags.GetInt("top", 0, 0, 1 << 24));
+  a.top = static_cast<int>(top);
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.deadline, ParseDeadline(a.flags));
+  a.settings.should_stop = LocalDeadline(a.deadline);
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.threshold, a.flags.GetDouble("threshold", 6.0));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.structure,
                              analysis::ParseTemplate(a.flags.Get("template", "auto")));
@@ -88,6 +136,10 @@ absl::Status WriteViewer(const std::string& path, const engine::ModelBundle& bun
   for (const std::string& bytes : prompt.token_bytes) {
     data.tokens.push_back(analysis::DisplayToken(bytes, 40));
   }
+  data.z = run.stats.z;
+  data.max_norm = run.stats.max_norm;
+  data.entropy_nats = run.stats.next_token_entropy_nats;
+  data.sinks = run.stats.sinks;
   data.num_layers = bundle.config().num_layers;
   data.num_heads = bundle.config().num_heads;
   data.num_tokens = static_cast<int64_t>(prompt.ids.size());
@@ -104,9 +156,12 @@ void PrintJson(const engine::Prompt& prompt, const engine::AnalysisRun& run) {
   std::cout << out.dump() << "\n";
 }
 
-void PrintReport(const engine::Prompt& prompt, const engine::AnalysisRun& run, bool color) {
-  std::cout << analysis::RenderTextReport(run.stats, prompt.token_bytes,
-                                          analysis::TextReportOptions{color});
+void PrintReport(const engine::Prompt& prompt, const engine::AnalysisRun& run, bool color,
+                 int top) {
+  analysis::TextReportOptions options;
+  options.color = color;
+  options.max_prediction_rows = top;
+  std::cout << analysis::RenderTextReport(run.stats, prompt.token_bytes, options);
 }
 
 // The same analysis on a server: the results come back as the very values a
@@ -115,14 +170,15 @@ int RunRemote(const AnalyzeArgs& a, const std::string& server) {
   absl::Status local_only = RejectLocalOnlyFlags(a.flags, {"export", "viewer", "threads"});
   if (!local_only.ok()) return UsageError("analyze", local_only);
   auto prompt = PromptSpecFromFlags(a.flags);
-  if (!prompt.ok()) return UsageError("analyze", prompt.status());
-  auto remote =
-      rpc::RemoteClient(server).Analyze(RemoteModelName(a.flags), *prompt, a.settings);
-  if (!remote.ok()) return RuntimeError("analyze", remote.status());
+  if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
+  rpc::RemoteClient client(server);
+  client.SetCallOptions(RemoteCallOptions("analyze", server, a.deadline));
+  auto remote = client.Analyze(RemoteModelName(a.flags), *prompt, a.settings);
+  if (!remote.ok()) return RuntimeError("analyze", ExplainDeadline(remote.status(), a.deadline));
   if (a.flags.Has("json")) {
     PrintJson(remote->first, remote->second);
   } else {
-    PrintReport(remote->first, remote->second, a.color);
+    PrintReport(remote->first, remote->second, a.color, a.top);
   }
   return kExitOk;
 }
@@ -136,26 +192,31 @@ int RunAnalyze(const std::vector<std::string>& args, const std::string& server) 
   }
   auto parsed = ParseArgs(args);
   if (!parsed.ok()) return UsageError("analyze", parsed.status());
+  if (absl::Status read = LoadPromptSources(parsed->flags); !read.ok()) {
+    return RuntimeError("analyze", read);
+  }
   if (!server.empty()) return RunRemote(*parsed, server);
   auto bundle = LoadModelFromFlags(parsed->flags);
   if (!bundle.ok()) return RuntimeError("analyze", bundle.status());
   auto prompt = PromptFromFlags(**bundle, parsed->flags);
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
   auto run = engine::RunAnalysis(**bundle, *prompt, parsed->settings);
-  if (!run.ok()) return RuntimeError("analyze", run.status());
+  if (!run.ok()) return RuntimeError("analyze", ExplainDeadline(run.status(), parsed->deadline));
   if (parsed->flags.Has("export")) {
     absl::Status written = engine::ExportTensors(parsed->flags.Get("export"), prompt->ids,
                                                  (*bundle)->config(), *run->tensors);
     if (!written.ok()) return RuntimeError("analyze", written);
+    ReportWritten(parsed->flags.Get("export"), "tensors");
   }
   if (parsed->flags.Has("viewer")) {
     absl::Status written = WriteViewer(parsed->flags.Get("viewer"), **bundle, *prompt, *run);
     if (!written.ok()) return RuntimeError("analyze", written);
+    ReportWritten(parsed->flags.Get("viewer"), "viewer page");
   }
   if (parsed->flags.Has("json")) {
     PrintJson(*prompt, *run);
   } else {
-    PrintReport(*prompt, *run, parsed->color);
+    PrintReport(*prompt, *run, parsed->color, parsed->top);
   }
   return kExitOk;
 }

@@ -2,14 +2,45 @@
 
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "service/chat_template/chat_template.h"
 #include "service/core/status_macros.h"
+#include "service/core/utf8.h"
 #include "service/model/language_model.h"
 
 namespace attnscope::cli {
+namespace {
+
+// The bytes of FILE, or of stdin for "-"; `what` names it in errors.
+absl::StatusOr<std::string> ReadSource(const std::string& path, const std::string& what) {
+  std::string bytes;
+  if (path == "-") {
+    bytes.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    if (std::cin.bad()) return absl::InvalidArgumentError(what + ": cannot read stdin");
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": cannot open '", path, "' (missing or not readable)"));
+    }
+    std::ostringstream s;
+    s << in.rdbuf();
+    if (in.bad()) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read '", path, "'"));
+    bytes = s.str();
+  }
+  if (bytes.empty()) return absl::InvalidArgumentError(what + " is empty: the prompt needs text");
+  return bytes;
+}
+
+std::string SourceName(const std::string& flag, const std::string& path) {
+  return path == "-" ? flag + " - (stdin)" : absl::StrCat(flag, " ", path);
+}
+
+}  // namespace
 
 int UsageError(const std::string& command, const absl::Status& status) {
   std::cerr << "attnscope " << command << ": " << status.message() << "\n"
@@ -31,24 +62,83 @@ bool WantsHelp(const std::vector<std::string>& args) {
 
 absl::StatusOr<std::unique_ptr<engine::ModelBundle>> LoadModelFromFlags(const Flags& flags) {
   ATTNSCOPE_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0, 0, 1024));
+  const unsigned cores = std::thread::hardware_concurrency();
+  if (cores > 0 && threads > static_cast<int64_t>(cores)) {
+    std::cerr << "attnscope: warning: --threads " << threads << " is more than the " << cores
+              << " cores of this machine; extra threads compete for the same cores and "
+                 "usually make it slower\n";
+  }
   model::SetComputeThreads(static_cast<int>(threads));
   return engine::LoadModelBundle(flags.Get("model", engine::DefaultModelDirectory()));
 }
 
+std::vector<FlagSpec> PromptFlagSpecs() {
+  return {{"text"},
+          {"text-file"},
+          {"ids"},
+          {"ids-file"},
+          {"chat"},
+          {"add-generation-prompt", false},
+          {"no-special-tokens", false}};
+}
+
+std::vector<FlagSpec> WithPromptFlags(std::vector<FlagSpec> specs) {
+  for (FlagSpec& spec : PromptFlagSpecs()) specs.push_back(std::move(spec));
+  return specs;
+}
+
 absl::Status CheckPromptFlags(const Flags& flags) {
-  if (flags.Has("text") + flags.Has("ids") + flags.Has("chat") != 1) {
+  int given = 0;
+  for (const char* name : {"text", "text-file", "ids", "ids-file", "chat"}) given += flags.Has(name);
+  if (given != 1) {
     return absl::InvalidArgumentError(
-        "give exactly one of --text TEXT, --ids 1,2,3 or --chat FILE");
+        "give exactly one of --text TEXT (- for stdin), --text-file FILE, --ids 1,2,3, "
+        "--ids-file FILE or --chat FILE");
+  }
+  if (flags.Has("text") && flags.Get("text").empty()) {
+    return absl::InvalidArgumentError(
+        "--text is empty: give the prompt, or --text - to read it from stdin");
+  }
+  for (const char* name : {"text-file", "ids-file", "chat"}) {
+    if (flags.Has(name) && flags.Get(name).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a file name"));
+    }
   }
   if (flags.Has("add-generation-prompt") && !flags.Has("chat")) {
     return absl::InvalidArgumentError("--add-generation-prompt needs --chat FILE");
   }
-  if (flags.Has("no-special-tokens") && !flags.Has("text")) {
+  if (flags.Has("no-special-tokens") && !flags.Has("text") && !flags.Has("text-file")) {
     return absl::InvalidArgumentError(
-        "--no-special-tokens applies to --text only (a chat template writes its own special "
-        "tokens; ids are taken as given)");
+        "--no-special-tokens applies to a text prompt only (a chat template writes its own "
+        "special tokens; ids are taken as given)");
   }
   if (flags.Has("ids")) return ParseIdList(flags.Get("ids"), "--ids").status();
+  return absl::OkStatus();
+}
+
+absl::Status LoadPromptSources(Flags& flags) {
+  std::string text_path;
+  if (flags.Has("text") && flags.Get("text") == "-") text_path = "-";
+  if (flags.Has("text-file")) text_path = flags.Get("text-file");
+  if (!text_path.empty()) {
+    const std::string what = SourceName(flags.Has("text-file") ? "--text-file" : "--text", text_path);
+    ATTNSCOPE_ASSIGN_OR_RETURN(std::string text, ReadSource(text_path, what));
+    const size_t nul = text.find('\0');
+    if (nul != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": NUL byte at byte ", nul, "; a prompt is text (give binary data as --ids-file)"));
+    }
+    ATTNSCOPE_RETURN_IF_ERROR(ValidateUtf8(text, what));
+    flags.Erase("text-file");
+    flags.Set("text", std::move(text));
+  }
+  if (flags.Has("ids-file")) {
+    const std::string path = flags.Get("ids-file"), what = SourceName("--ids-file", path);
+    ATTNSCOPE_ASSIGN_OR_RETURN(std::string bytes, ReadSource(path, what));
+    ATTNSCOPE_RETURN_IF_ERROR(ParseIdList(bytes, what).status());
+    flags.Erase("ids-file");
+    flags.Set("ids", std::move(bytes));
+  }
   return absl::OkStatus();
 }
 

@@ -1,9 +1,11 @@
 // Helpers shared by the subcommands: usage errors, loading the model named by
-// --model, and turning --text / --ids into a prompt.
+// --model, and turning --text / --text-file / --ids / --ids-file into a
+// prompt.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -22,31 +24,38 @@ int RuntimeError(const std::string& command, const absl::Status& status);
 // True if the arguments ask for help ("--help" or "-h" anywhere).
 bool WantsHelp(const std::vector<std::string>& args);
 
-// The model of --model (default: the bundled model), with --threads applied.
+// The model of --model (default: the bundled model), with --threads applied
+// (a warning on stderr when it exceeds the machine's cores).
 absl::StatusOr<std::unique_ptr<engine::ModelBundle>> LoadModelFromFlags(const Flags& flags);
 
-// The prompt flags shared by analyze, generate and tokenize, for Flags::Parse.
-inline const std::vector<FlagSpec>& PromptFlagSpecs() {
-  static const std::vector<FlagSpec> specs = {{"text"}, {"ids"}, {"chat"},
-                                              {"add-generation-prompt", false},
-                                              {"no-special-tokens", false}};
-  return specs;
-}
+// The prompt flags shared by analyze, generate and tokenize, for Flags::Parse:
+// --text, --text-file, --ids, --ids-file, --chat, --add-generation-prompt,
+// --no-special-tokens.
+std::vector<FlagSpec> PromptFlagSpecs();
 
 // `specs` plus PromptFlagSpecs().
-inline std::vector<FlagSpec> WithPromptFlags(std::vector<FlagSpec> specs) {
-  specs.insert(specs.end(), PromptFlagSpecs().begin(), PromptFlagSpecs().end());
-  return specs;
-}
+std::vector<FlagSpec> WithPromptFlags(std::vector<FlagSpec> specs);
 
-// --text, --ids or --chat (exactly one of them; --add-generation-prompt only
-// with --chat, --no-special-tokens only with --text). InvalidArgument
-// otherwise is a usage error the caller reports with UsageError.
+// The usage check of the prompt flags (InvalidArgument, reported with
+// UsageError): exactly one of --text TEXT (TEXT "-" reads stdin),
+// --text-file FILE, --ids 1,2,3, --ids-file FILE ("-": stdin) or --chat FILE;
+// --text "" and a malformed --ids are refused; --add-generation-prompt only
+// with --chat, --no-special-tokens only with a text prompt.
 absl::Status CheckPromptFlags(const Flags& flags);
+
+// Reads the prompt of --text -, --text-file or --ids-file into --text or
+// --ids (the others pass unchanged). The text may be any UTF-8 without NUL
+// bytes. InvalidArgument (a runtime error: the input is bad, not the command
+// line) naming the file (or "stdin") for a file that cannot be read, no
+// content, a NUL byte or invalid UTF-8 (with the byte offset), or a
+// malformed id list.
+absl::Status LoadPromptSources(Flags& flags);
 
 // The messages of --chat FILE (chat_template::ParseMessages); errors name
 // the file.
 absl::StatusOr<nlohmann::json> ChatFromFlags(const Flags& flags);
+
+// The prompt of --text, --ids or --chat (after LoadPromptSources).
 absl::StatusOr<engine::Prompt> PromptFromFlags(const engine::ModelBundle& bundle,
                                                const Flags& flags);
 

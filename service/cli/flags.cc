@@ -5,8 +5,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 
 namespace attnscope::cli {
 namespace {
@@ -81,13 +79,44 @@ absl::StatusOr<double> Flags::GetDouble(const std::string& name, double fallback
 absl::StatusOr<std::vector<int64_t>> ParseIdList(const std::string& text,
                                                  const std::string& what) {
   std::vector<int64_t> ids;
-  for (absl::string_view item : absl::StrSplit(text, absl::ByAnyChar(", \n\t"), absl::SkipEmpty())) {
+  // Separators: whitespace with at most one comma; a comma needs an id on
+  // each side.
+  bool comma_pending = false;  // a comma since the last id
+  size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      ++i;
+      continue;
+    }
+    if (c == ',') {
+      if (ids.empty() || comma_pending) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            what, ": empty item at byte ", i, " (", ids.empty() ? "a leading comma" : "two commas",
+            "); separate ids by one comma or by spaces"));
+      }
+      comma_pending = true;
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() && text[end] != ',' && text[end] != ' ' && text[end] != '\t' &&
+           text[end] != '\n' && text[end] != '\r') {
+      ++end;
+    }
+    const std::string item = text.substr(i, end - i);
     int64_t v = 0;
     if (!absl::SimpleAtoi(item, &v)) {
       return absl::InvalidArgumentError(
-          absl::StrCat(what, ": '", std::string(item), "' is not an integer token id"));
+          absl::StrCat(what, ": '", item, "' is not an integer token id"));
     }
     ids.push_back(v);
+    comma_pending = false;
+    i = end;
+  }
+  if (comma_pending) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": a trailing comma; separate ids by one comma or by spaces"));
   }
   if (ids.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": no token ids given"));
   return ids;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -29,12 +30,19 @@ class Flags {
   absl::StatusOr<int64_t> GetInt(const std::string& name, int64_t fallback, int64_t min,
                                  int64_t max) const;
   absl::StatusOr<double> GetDouble(const std::string& name, double fallback) const;
+  // Sets (or replaces) the value of `name`, e.g. --text from --text-file.
+  void Set(const std::string& name, std::string value) { values_[name] = std::move(value); }
+  // Removes `name` if present.
+  void Erase(const std::string& name) { values_.erase(name); }
 
  private:
   std::map<std::string, std::string> values_;
 };
 
-// "1,2,3" -> {1,2,3}; InvalidArgument naming `what` and the bad item.
+// "1,2,3" (or "1 2 3", or one id a line) -> {1,2,3}: ids separated by one
+// comma and/or whitespace. InvalidArgument naming `what` and the bad item for
+// a non-integer, an empty item ("1,,2", a leading or trailing comma) or no
+// ids at all.
 absl::StatusOr<std::vector<int64_t>> ParseIdList(const std::string& text, const std::string& what);
 
 }  // namespace attnscope::cli

@@ -1,5 +1,7 @@
 #include "service/cli/generate_output.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "service/analysis/text_report.h"
@@ -9,7 +11,19 @@ namespace {
 
 constexpr int kTokenWidth = 16;
 
-nlohmann::json TokenJson(const engine::GeneratedToken& t) {
+// The flat [layer * H + head] scores as [layer][head].
+nlohmann::json NestedSinkScores(const std::vector<double>& flat, int64_t num_heads) {
+  const auto n = static_cast<int64_t>(flat.size());
+  if (num_heads < 1 || n % num_heads != 0) return flat;
+  nlohmann::json out = nlohmann::json::array();
+  for (int64_t l = 0; l < n / num_heads; ++l) {
+    out.push_back(std::vector<double>(flat.begin() + l * num_heads,
+                                      flat.begin() + (l + 1) * num_heads));
+  }
+  return out;
+}
+
+nlohmann::json TokenJson(const engine::GeneratedToken& t, int64_t num_heads) {
   nlohmann::json alternatives = nlohmann::json::array();
   for (const engine::Alternative& a : t.alternatives) {
     alternatives.push_back({{"id", a.id}, {"text", a.text}, {"probability", a.probability}});
@@ -22,25 +36,48 @@ nlohmann::json TokenJson(const engine::GeneratedToken& t) {
                         {"entropy_nats", t.entropy_nats},
                         {"entropy_normalized", t.entropy_normalized},
                         {"alternatives", alternatives}};
-  if (!t.sink_scores.empty()) out["sink_scores"] = t.sink_scores;
+  if (!t.sink_scores.empty()) out["sink_scores"] = NestedSinkScores(t.sink_scores, num_heads);
   return out;
 }
 
 // A token's text quoted and padded to a fixed number of cells.
-std::string Cell(const std::string& text) {
-  std::string shown = absl::StrCat("\"", analysis::DisplayToken(text, kTokenWidth), "\"");
+std::string Cell(const std::string& text, int width = kTokenWidth) {
+  std::string shown = absl::StrCat("\"", analysis::DisplayToken(text, width), "\"");
   size_t cells = 0;
   for (char c : shown) cells += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  if (cells < kTokenWidth + 2) shown.append(kTokenWidth + 2 - cells, ' ');
+  if (cells < static_cast<size_t>(width) + 2) shown.append(width + 2 - cells, ' ');
   return shown;
+}
+
+// The sink scores of one token as rows "L0  0.91 0.12 ...".
+std::string SinkBlock(const std::vector<double>& flat, int64_t num_heads) {
+  const auto n = static_cast<int64_t>(flat.size());
+  const int64_t h = num_heads >= 1 && n % num_heads == 0 ? num_heads : n;
+  std::string out;
+  for (int64_t l = 0; h > 0 && l < n / h; ++l) {
+    absl::StrAppend(&out, absl::StrFormat("%13s L%-3d", "sink", l));
+    for (int64_t k = 0; k < h; ++k) absl::StrAppend(&out, absl::StrFormat(" %4.2f", flat[l * h + k]));
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace
 
+void KeepOtherAlternatives(engine::GenerationResult& result, int keep) {
+  for (engine::GeneratedToken& t : result.tokens) {
+    auto& a = t.alternatives;
+    a.erase(std::remove_if(a.begin(), a.end(),
+                           [&t](const engine::Alternative& x) { return x.id == t.id; }),
+            a.end());
+    if (a.size() > static_cast<size_t>(std::max(keep, 0))) a.resize(static_cast<size_t>(std::max(keep, 0)));
+  }
+}
+
 nlohmann::json GenerationJson(const engine::Prompt& prompt, const engine::GenerationResult& result,
-                              double tokens_per_second) {
+                              double tokens_per_second, int64_t num_heads) {
   nlohmann::json tokens = nlohmann::json::array();
-  for (const engine::GeneratedToken& t : result.tokens) tokens.push_back(TokenJson(t));
+  for (const engine::GeneratedToken& t : result.tokens) tokens.push_back(TokenJson(t, num_heads));
   return {{"input_ids", prompt.ids},
           {"prompt_tokens", prompt.tokens},
           {"text", result.text},
@@ -50,21 +87,24 @@ nlohmann::json GenerationJson(const engine::Prompt& prompt, const engine::Genera
           {"tokens_per_second", tokens_per_second}};
 }
 
-std::string GenerationTable(const engine::GenerationResult& result) {
+std::string GenerationTable(const engine::GenerationResult& result, int64_t num_heads) {
   std::string out = absl::StrCat(result.text, "\n\n", result.tokens.size(),
                                  " new tokens (stop: ", result.stop_reason, ")\n\n");
-  absl::StrAppend(&out, absl::StrFormat("%5s %5s  %-*s %8s %9s %6s  %s\n", "#", "pos",
+  bool any_alternatives = false;
+  for (const engine::GeneratedToken& t : result.tokens) any_alternatives |= !t.alternatives.empty();
+  absl::StrAppend(&out, absl::StrFormat("%5s %5s  %-*s %8s %9s %6s%s\n", "#", "pos",
                                         kTokenWidth + 2, "token", "prob", "entropy", "norm",
-                                        "top alternative"));
+                                        any_alternatives ? "  alternatives" : ""));
   for (const engine::GeneratedToken& t : result.tokens) {
-    std::string best;
-    if (!t.alternatives.empty()) {
-      best = absl::StrFormat("%s %.4f", Cell(t.alternatives.front().text),
-                             t.alternatives.front().probability);
+    std::string others;
+    for (const engine::Alternative& a : t.alternatives) {
+      absl::StrAppend(&others, "  ", absl::StrFormat("%s %.4f", Cell(a.text, 10), a.probability));
     }
-    absl::StrAppend(&out, absl::StrFormat("%5d %5d  %s %8.4f %9.4f %6.3f  %s\n", t.index,
-                                          t.position, Cell(t.text), t.probability,
-                                          t.entropy_nats, t.entropy_normalized, best));
+    std::string row = absl::StrFormat("%5d %5d  %s %8.4f %9.4f %6.3f%s", t.index, t.position,
+                                      Cell(t.text), t.probability, t.entropy_nats,
+                                      t.entropy_normalized, others);
+    out += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
+    if (!t.sink_scores.empty()) out += SinkBlock(t.sink_scores, num_heads);
   }
   return out;
 }

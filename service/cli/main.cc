@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "attnscope_version.h"
 #include "service/cli/commands.h"
 
 namespace {
@@ -26,7 +27,8 @@ TARGET is HOST:PORT or a gRPC target URI naming several replicas, e.g.
 dns:///attnscope.example:50051 or ipv4:10.0.0.1:50051,10.0.0.2:50051;
 requests go round robin over every address (gRPC's round_robin policy).
 
-Run 'attnscope <command> --help' for the options of a command.
+Run 'attnscope <command> --help' for the options of a command, and
+'attnscope --version' for the version and git revision.
 )";
 
 // Takes a leading "--server TARGET" (or "--server=TARGET") off `args`.
@@ -65,6 +67,11 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kHelp;
+    return attnscope::cli::kExitOk;
+  }
+  if (command == "--version" || command == "version") {
+    std::cout << "attnscope " << attnscope::kAttnscopeVersion << " (git "
+              << attnscope::kAttnscopeGitRevision << ")\n";
     return attnscope::cli::kExitOk;
   }
   if (command == "analyze") return attnscope::cli::RunAnalyze(args, server);

@@ -9,17 +9,18 @@
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope tokenize [--model DIR] (--text TEXT | --chat FILE) [options]
+constexpr char kHelp[] = R"(Usage: attnscope tokenize [--model DIR] (--text TEXT | --text-file FILE | --chat FILE) [options]
 
 Tokenizes TEXT with the tokenizer of DIR: tokenizer.json (Hugging Face's
 format), else vocab.json + merges.txt (GPT-2), else tokenizer.model
 (SentencePiece). DIR needs no weights: a folder of tokenizer files will do.
 
   --model DIR              directory (default: the bundled tiny-gpt2)
-  --text TEXT              the text to tokenize (UTF-8); the tokenizer's special
-                           tokens are added as Hugging Face does by default
-                           (Llama's BOS; nothing for GPT-2)
-  --no-special-tokens      with --text: add no special tokens
+  --text TEXT              the text to tokenize (UTF-8; - reads stdin); the
+                           tokenizer's special tokens are added as Hugging Face
+                           does by default (Llama's BOS; nothing for GPT-2)
+  --text-file FILE         the text from a file (any UTF-8 without NUL bytes)
+  --no-special-tokens      with a text: add no special tokens
   --chat FILE              a conversation, JSON [{"role": ..., "content": ...}],
                            rendered with DIR's chat template (tokenizer_config.json
                            or chat_template.jinja) exactly as Hugging Face's
@@ -40,12 +41,12 @@ int RunTokenize(const std::vector<std::string>& args) {
   }
   auto flags = Flags::Parse(args, WithPromptFlags({{"model"}, {"json", false}}));
   if (!flags.ok()) return UsageError("tokenize", flags.status());
-  if (flags->Has("ids")) {
-    return UsageError("tokenize", absl::InvalidArgumentError("--ids: give --text or --chat"));
+  if (flags->Has("ids") || flags->Has("ids-file")) {
+    return UsageError("tokenize", absl::InvalidArgumentError(
+                                      "--ids: give --text, --text-file or --chat"));
   }
-  if (absl::Status checked = CheckPromptFlags(*flags); !checked.ok()) {
-    return UsageError("tokenize", checked);
-  }
+  if (absl::Status usage = CheckPromptFlags(*flags); !usage.ok()) return UsageError("tokenize", usage);
+  if (absl::Status read = LoadPromptSources(*flags); !read.ok()) return RuntimeError("tokenize", read);
   const std::string dir = flags->Get("model", engine::DefaultModelDirectory());
   // Only the tokenizer (and chat template) are needed: no weights are loaded.
   auto bundle = engine::LoadTokenizerBundle(dir);

@@ -2,10 +2,28 @@
 
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "service/analysis/prompt_analyzer.h"
+#include "service/analysis/text_report.h"
 #include "service/core/status_macros.h"
 
 namespace attnscope::engine {
+namespace {
+
+// The text of every top prediction: the token's bytes with byte fragments
+// as <0xNN>, or "#id" without a tokenizer.
+void NamePredictions(const ModelBundle& bundle, analysis::PromptStats& stats) {
+  for (auto& position : stats.top_predictions) {
+    for (analysis::Prediction& p : position) {
+      absl::StatusOr<std::string> bytes =
+          bundle.tokenizer != nullptr ? bundle.tokenizer->TokenBytes(p.id)
+                                      : absl::StatusOr<std::string>(absl::StrCat("#", p.id));
+      p.token = bytes.ok() ? analysis::ReadableBytes(*bytes) : absl::StrCat("#", p.id);
+    }
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt& prompt,
                                         const AnalysisSettings& settings) {
@@ -18,6 +36,8 @@ absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt&
       analysis::StructuralPositions(prompt.token_bytes, prompt.special, run.structure,
                                     prompt.from_template);
   options.want_value_norms = true;
+  options.input_ids = prompt.ids;
+  options.top_k = settings.top_predictions;
   analysis::PromptAnalyzer analyzer(options);
 
   std::vector<model::ForwardObserver*> observers = {&analyzer};
@@ -38,6 +58,7 @@ absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt&
   run.forward_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ATTNSCOPE_ASSIGN_OR_RETURN(run.stats, analyzer.Finish());
+  NamePredictions(bundle, run.stats);
   return run;
 }
 

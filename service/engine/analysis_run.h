@@ -23,6 +23,8 @@ struct AnalysisSettings {
   int64_t query_block_size = 0;
   // Keep attentions (L,H,T,T), hidden states and logits, e.g. for --export.
   bool record_tensors = false;
+  // The most likely next tokens reported per position (PromptStats::top_predictions).
+  int64_t top_predictions = 5;
   // Checked before each layer; true aborts with CancelledError.
   std::function<bool()> should_stop;
   // More observers of the same forward pass (e.g. a per-layer streamer).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "service/analysis/text_report.h"
 #include "service/core/status_macros.h"
 #include "service/core/utf8.h"
 #include "service/engine/sampling.h"
@@ -86,12 +87,13 @@ class StepObserver : public model::ForwardObserver {
   std::vector<double> row_entropies_, sinks_;
 };
 
-// A token as it reads: its bytes made valid UTF-8, or "#<id>" when the model
-// has no tokenizer (or the tokenizer does not know the id).
+// A token as it reads: its bytes, a byte fragment of a character as <0xNN>,
+// or "#<id>" when the model has no tokenizer (or the tokenizer does not know
+// the id).
 std::string TokenText(const ModelBundle& bundle, int64_t id) {
   if (bundle.tokenizer != nullptr) {
     absl::StatusOr<std::string> bytes = bundle.tokenizer->TokenBytes(id);
-    if (bytes.ok()) return SanitizeUtf8(*bytes);
+    if (bytes.ok()) return analysis::ReadableBytes(*bytes);
   }
   return absl::StrCat("#", id);
 }

@@ -1,6 +1,7 @@
 #include "service/engine/prompt.h"
 
 #include "absl/strings/str_cat.h"
+#include "service/analysis/text_report.h"
 #include "service/core/status_macros.h"
 #include "service/core/utf8.h"
 
@@ -67,7 +68,7 @@ absl::StatusOr<Prompt> PromptFromChat(const ModelBundle& bundle, const nlohmann:
   return p;
 }
 
-std::string Prompt::Display(size_t i) const { return SanitizeUtf8(token_bytes.at(i)); }
+std::string Prompt::Display(size_t i) const { return analysis::ReadableBytes(token_bytes.at(i)); }
 
 absl::StatusOr<Prompt> PromptFromText(const ModelBundle& bundle, std::string_view text,
                                       bool add_special_tokens) {

@@ -28,7 +28,8 @@ struct Prompt {
   std::vector<bool> from_template;
   bool from_chat = false;
 
-  // What a person should see for token i: its bytes made valid UTF-8.
+  // What a person should see for token i: its bytes, with bytes that are not
+  // part of valid UTF-8 (a byte-level fragment of a character) as <0xNN>.
   std::string Display(size_t i) const;
 };
 

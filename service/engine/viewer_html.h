@@ -1,7 +1,9 @@
 // The attention viewer: one self-contained HTML page (plain JavaScript and
-// SVG, no network) with a prompt's attention weights embedded as JSON, where
-// a person picks a layer and a head and hovers a query token to see which
-// keys it reads. Torch-free.
+// canvas, no network) with a prompt's attention weights embedded compactly,
+// where a person sees every head at a glance (model view), opens one head's
+// matrix, hovers a query token to see which keys it reads (matrix row, a
+// list and token-to-token lines) and that token's z, norm and entropy.
+// Torch-free.
 #pragma once
 
 #include <cstdint>
@@ -22,18 +24,33 @@ struct ViewerData {
   int64_t num_heads = 0;    // H
   int64_t num_tokens = 0;   // T
   absl::Span<const float> attentions;  // (L, H, T, T), rows = queries
+  // Per-token statistics shown on hover; each empty (not shown) or [T].
+  std::vector<double> z;             // log-MAD z-score of the received attention
+  std::vector<double> max_norm;      // max hidden-state norm over the states
+  std::vector<double> entropy_nats;  // next-token entropy
+  std::vector<int64_t> sinks;        // anomalous sink positions (marked on hover)
 };
 
-// The page. Embedded data: {"title", "prompt", "tokens" [T], "layers",
-// "heads", "attentions" [L][H][i][0..i]}: only the causal lower triangle,
-// each weight rounded to 7 decimals (error <= 5e-8). In the page, rect.cell
-// elements (data-i = query, data-j = key, data-w = weight, fill-opacity =
-// weight) exist only for j <= i; the hovered row's cells get class "hl" and
-// its weights are listed in #readout (.entry[data-j] > .num, 4 decimals).
-// Opening the page as FILE#test=l,h,i selects layer l and head h, hovers row
-// i and writes what is drawn as JSON into <pre id="test-output">.
-// InvalidArgument when a dimension is < 1, tokens.size() != T or the span's
-// size is not L*H*T*T.
+// Largest quantisation error of a weight in the page, relative to the
+// largest weight of its row (see RenderViewerHtml).
+constexpr double kViewerRowQuantisationError = 1.0 / 510.0;
+
+// The page. Embedded data (JSON in <script id="attnscope-data">): "title",
+// "prompt", "tokens" [T], "layers", "heads", "format" ("q8row-deflate-b64"),
+// "attn" [L*H] (head l*H+h at l*H+h), "sink" [L][H] (A[T-1,0]),
+// "thumb_size" N, "thumbs", "z", "norm", "entropy" ([T] or absent), "sinks".
+// Each "attn" entry is base64 of a zlib stream of: the causal lower triangle
+// row by row (row i: keys 0..i) as bytes q[i][j] = round(255 A[i][j] / m_i)
+// with m_i = max_j A[i][j], then the T row maxima m_i as little-endian
+// float32. The page decodes a head only when it is shown, as q * m_i / 255:
+// the error of a weight is at most m_i * kViewerRowQuantisationError (plus
+// float rounding). "thumbs" is base64 of L*H N x N bytes, N = min(T, 48):
+// round(255 * max of A over the block of rows and keys) per cell.
+// Opening the page as FILE#test=l,h,i selects head (l, h) through the
+// controls, moves the mouse over row i of the matrix canvas and writes what is
+// drawn as JSON into <pre id="test-output"> (see the test hook in the page).
+// InvalidArgument when a dimension is < 1, tokens.size() != T, the span's
+// size is not L*H*T*T or a per-token vector is neither empty nor [T].
 absl::StatusOr<std::string> RenderViewerHtml(const ViewerData& data);
 
 // Renders and writes the page; the errors of RenderViewerHtml, and Internal
@@ -41,8 +58,10 @@ absl::StatusOr<std::string> RenderViewerHtml(const ViewerData& data);
 absl::Status WriteViewerHtml(const std::string& path, const ViewerData& data);
 
 namespace internal {
-// The page template: "__ATTNSCOPE_DATA__" is replaced by the JSON data.
+// The page template: "__ATTNSCOPE_DATA__" is replaced by the JSON data, and
+// "__ATTNSCOPE_SCRIPT__" by kViewerScript.
 extern const char kViewerPage[];
+extern const char kViewerScript[];
 }  // namespace internal
 
 }  // namespace attnscope::engine

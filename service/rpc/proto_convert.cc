@@ -86,6 +86,27 @@ absl::Status FillTokenStats(const std::vector<v1::LayerStats>& layers, const v1:
   return absl::OkStatus();
 }
 
+// Surprisal ([T-1] or empty) and top predictions ([T] or empty).
+absl::Status FillPredictions(const v1::Summary& sum, analysis::PromptStats* s) {
+  const int64_t t = s->num_tokens;
+  if (sum.next_token_surprisal_nats_size() != 0) {
+    ATTNSCOPE_RETURN_IF_ERROR(CheckSize("summary next_token_surprisal_nats",
+                                        sum.next_token_surprisal_nats_size(), t - 1));
+  }
+  if (sum.top_predictions_size() != 0) {
+    ATTNSCOPE_RETURN_IF_ERROR(CheckSize("summary top_predictions", sum.top_predictions_size(), t));
+  }
+  s->next_token_surprisal_nats = ToVector(sum.next_token_surprisal_nats());
+  for (const v1::TopPredictions& top : sum.top_predictions()) {
+    std::vector<analysis::Prediction> position;
+    for (const v1::NextTokenPrediction& p : top.predictions()) {
+      position.push_back({p.id(), p.p(), p.token()});
+    }
+    s->top_predictions.push_back(std::move(position));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 v1::ModelInfo ModelToProto(const ModelDescription& m) {
@@ -204,6 +225,24 @@ v1::Summary SummaryToProto(const analysis::PromptStats& s, analysis::Template st
   Assign(s.next_token_entropy_nats, out.mutable_next_token_entropy_nats());
   Assign(s.next_token_entropy_normalized, out.mutable_next_token_entropy_normalized());
   out.set_back_half_sink_share(s.back_half_sink_share);
+  for (int64_t position : s.expected_sinks) {
+    v1::Sink* sink = out.add_expected_sinks();
+    sink->set_position(position);
+    sink->set_z(s.z.at(static_cast<size_t>(position)));
+    if (static_cast<size_t>(position) < prompt.token_bytes.size()) {
+      sink->set_text(prompt.Display(static_cast<size_t>(position)));
+    }
+  }
+  Assign(s.next_token_surprisal_nats, out.mutable_next_token_surprisal_nats());
+  for (const auto& position : s.top_predictions) {
+    v1::TopPredictions* top = out.add_top_predictions();
+    for (const analysis::Prediction& p : position) {
+      v1::NextTokenPrediction* prediction = top->add_predictions();
+      prediction->set_id(p.id);
+      prediction->set_token(p.token);
+      prediction->set_p(p.p);
+    }
+  }
   return out;
 }
 
@@ -229,7 +268,9 @@ absl::StatusOr<analysis::PromptStats> StatsFromProto(const std::vector<v1::Layer
   s.threshold = sum.threshold();
   s.num_candidates = sum.num_candidates();
   for (const v1::Sink& sink : sum.sinks()) s.sinks.push_back(sink.position());
+  for (const v1::Sink& sink : sum.expected_sinks()) s.expected_sinks.push_back(sink.position());
   s.health = sum.health();
+  ATTNSCOPE_RETURN_IF_ERROR(FillPredictions(sum, &s));
   return s;
 }
 

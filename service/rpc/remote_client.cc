@@ -1,6 +1,9 @@
 #include "service/rpc/remote_client.h"
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <utility>
 
 #include "attnscope/v1/attnscope.grpc.pb.h"
@@ -43,6 +46,48 @@ struct AnalyzeEvents {
   std::optional<v1::Summary> summary;
 };
 
+// Calls `on_slow` from a thread of its own unless Arrived() comes first
+// (within `seconds`).
+class FirstEventWatch {
+ public:
+  FirstEventWatch(double seconds, const std::function<void()>& on_slow) {
+    if (!on_slow || !(seconds > 0)) return;
+    thread_ = std::thread([this, seconds, on_slow] {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return done_; })) {
+        on_slow();
+      }
+    });
+  }
+  FirstEventWatch(const FirstEventWatch&) = delete;
+  FirstEventWatch& operator=(const FirstEventWatch&) = delete;
+  ~FirstEventWatch() {
+    Arrived();
+    if (thread_.joinable()) thread_.join();
+  }
+  void Arrived() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+void ApplyDeadline(const CallOptions& options, grpc::ClientContext* context) {
+  if (options.deadline_seconds > 0) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                              std::chrono::duration<double>(options.deadline_seconds)));
+  }
+}
+
 }  // namespace
 
 struct RemoteClient::Impl {
@@ -62,7 +107,11 @@ struct RemoteClient::Impl {
     }
     return FromGrpcStatus(status);
   }
+
+  CallOptions call_options;
 };
+
+void RemoteClient::SetCallOptions(CallOptions options) { impl_->call_options = std::move(options); }
 
 RemoteClient::RemoteClient(const std::string& target) : impl_(std::make_unique<Impl>()) {
   impl_->target = target;
@@ -107,10 +156,13 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
   options->set_hidden_state_norms(true);
 
   grpc::ClientContext context;
+  ApplyDeadline(impl_->call_options, &context);
+  FirstEventWatch watch(impl_->call_options.slow_start_seconds, impl_->call_options.on_slow_start);
   auto reader = impl_->stub->Analyze(&context, request);
   AnalyzeEvents events;
   v1::AnalyzeEvent event;
   while (reader->Read(&event)) {
+    watch.Arrived();
     if (event.has_tokens()) events.tokens = event.tokens();
     if (event.has_layer()) events.layers.push_back(event.layer());
     if (event.has_summary()) events.summary = event.summary();
@@ -145,11 +197,14 @@ absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model
   request.set_stop_at_eos(s.stop_at_eos);
 
   grpc::ClientContext context;
+  ApplyDeadline(impl_->call_options, &context);
+  FirstEventWatch watch(impl_->call_options.slow_start_seconds, impl_->call_options.on_slow_start);
   auto reader = impl_->stub->Generate(&context, request);
   RemoteGeneration out;
   bool have_prompt = false, have_summary = false;
   v1::GenerateEvent event;
   while (reader->Read(&event)) {
+    watch.Arrived();
     if (event.has_prompt()) {
       out.prompt = PromptFromProto(event.prompt());
       have_prompt = true;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,18 @@ struct RemoteGeneration {
   double tokens_per_second = 0;
 };
 
+// How Analyze and Generate calls wait.
+struct CallOptions {
+  // > 0: the call fails with DeadlineExceeded after this many seconds (the
+  // server sees the deadline too and stops working on the request).
+  double deadline_seconds = 0;
+  // Called once, from another thread, when no event of the reply has arrived
+  // after `slow_start_seconds` (the request is queued on the server, or its
+  // first step is slow); never called when the first event comes in time.
+  std::function<void()> on_slow_start;
+  double slow_start_seconds = 1.0;
+};
+
 class RemoteClient {
  public:
   // `target` is host:port or any gRPC target URI (dns:///host:port,
@@ -43,6 +56,9 @@ class RemoteClient {
   // until the first call.
   explicit RemoteClient(const std::string& target);
   ~RemoteClient();
+
+  // Applies to the following Analyze and Generate calls.
+  void SetCallOptions(CallOptions options);
 
   // Errors: the gRPC status with the message "CODE_NAME: message".
   absl::StatusOr<std::vector<ModelDescription>> ListModels();

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "attnscope_version.h"
 #include "absl/strings/str_cat.h"
 #include "service/engine/model_bundle.h"
 #include "service/metrics/service_metrics.h"
@@ -120,6 +121,11 @@ int Serve(ServerFlags flags, const sigset_t& signals) {
 
 int main(int argc, char** argv) {
   using attnscope::server::kUsage;
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    std::cout << "attnscope-server " << attnscope::kAttnscopeVersion << " (git "
+              << attnscope::kAttnscopeGitRevision << ")\n";
+    return 0;
+  }
   auto flags = attnscope::server::ParseServerFlags(std::vector<std::string>(argv + 1, argv + argc));
   if (!flags.ok()) {
     std::cerr << "attnscope-server: " << flags.status().message() << "\n"

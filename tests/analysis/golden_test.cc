@@ -22,13 +22,26 @@ using testing_util::OwnedTensors;
 using testing_util::ReadJson;
 
 // Compares every key of `expected` (except input_ids, which the CLI adds)
-// with the analyzer's JSON; prints the largest difference per key.
+// with the analyzer's JSON; prints the largest difference per key. The keys
+// the reference predates are checked against what the fixture implies
+// (expected_sinks: its structural positions with z > threshold) or in
+// predictions_test.cc (surprisal and top predictions need input ids).
 void ExpectMatchesFixture(const nlohmann::json& actual, nlohmann::json expected,
                           const std::string& label) {
   expected.erase("input_ids");
   for (const auto& [key, value] : actual.items()) {
+    if (key == "expected_sinks" || key == "next_token_surprisal_nats" || key == "top_predictions") {
+      continue;
+    }
     EXPECT_TRUE(expected.contains(key)) << label << ": key " << key << " not in the fixture";
   }
+  nlohmann::json expected_sinks = nlohmann::json::array();
+  for (const auto& p : expected["structural"]) {
+    if (expected["z"][p.get<size_t>()].get<double>() > expected["threshold"].get<double>()) {
+      expected_sinks.push_back(p);
+    }
+  }
+  EXPECT_EQ(actual["expected_sinks"], expected_sinks) << label;
   std::cout << label << ":";
   for (const auto& [key, value] : expected.items()) {
     ASSERT_TRUE(actual.contains(key)) << label << ": missing key " << key;

@@ -39,10 +39,9 @@ int WaitForExit(pid_t pid, std::chrono::steady_clock::time_point deadline) {
 
 }  // namespace
 
-CliResult RunCli(const std::vector<std::string>& args) { return RunBinary("attnscope", args); }
-
-CliResult RunBinary(const std::string& program, const std::vector<std::string>& args,
-                    double timeout_seconds) {
+// Runs build/bin/`program` with `stdin_bytes` as its standard input.
+static CliResult RunProgram(const std::string& program, const std::vector<std::string>& args,
+                     const std::string& stdin_bytes, double timeout_seconds) {
   const std::string binary = std::string(ATTNSCOPE_BIN_DIR) + "/" + program;
   char out_path[] = "/tmp/attnscope-cli-out-XXXXXX";
   char err_path[] = "/tmp/attnscope-cli-err-XXXXXX";
@@ -51,6 +50,10 @@ CliResult RunBinary(const std::string& program, const std::vector<std::string>& 
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_fd, STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
+  char in_path[] = "/tmp/attnscope-cli-in-XXXXXX";
+  const int in_fd = mkstemp(in_path);
+  std::ofstream(in_path, std::ios::binary) << stdin_bytes;
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, in_path, O_RDONLY, 0);
   std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -64,11 +67,26 @@ CliResult RunBinary(const std::string& program, const std::vector<std::string>& 
   posix_spawn_file_actions_destroy(&actions);
   close(out_fd);
   close(err_fd);
+  close(in_fd);
+  unlink(in_path);
   result.out = Slurp(out_path);
   result.err = Slurp(err_path);
   unlink(out_path);
   unlink(err_path);
   return result;
+}
+
+CliResult RunCli(const std::vector<std::string>& args) {
+  return RunProgram("attnscope", args, {}, 300);
+}
+
+CliResult RunCliWithStdin(const std::vector<std::string>& args, const std::string& stdin_bytes) {
+  return RunProgram("attnscope", args, stdin_bytes, 300);
+}
+
+CliResult RunBinary(const std::string& program, const std::vector<std::string>& args,
+                    double timeout_seconds) {
+  return RunProgram(program, args, {}, timeout_seconds);
 }
 
 }  // namespace attnscope::testing

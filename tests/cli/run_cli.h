@@ -15,6 +15,8 @@ struct CliResult {
 
 // Runs `attnscope args...` (arguments passed verbatim, no shell parsing).
 CliResult RunCli(const std::vector<std::string>& args);
+// The same with `stdin_bytes` as its standard input.
+CliResult RunCliWithStdin(const std::vector<std::string>& args, const std::string& stdin_bytes);
 
 // Runs build/bin/`program` with `args`; after `timeout_seconds` it is killed
 // (SIGKILL) and exit_code is -1.

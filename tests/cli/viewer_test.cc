@@ -1,29 +1,24 @@
 // `attnscope analyze --viewer`: the page opened in headless Chromium (Debian's
-// chromium package), a head selected and a row hovered by the page's test
-// hook, and what it draws compared with the exported attentions.
+// chromium package), a head selected through the page's controls and a row
+// hovered by a real mouse event (the page's test hook), and what it decodes
+// and draws on the canvas compared with the exported attentions.
 #include <gmock/gmock.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <stdlib.h>
 
-#include <chrono>
+#include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
+#include "service/engine/viewer_html.h"
+#include "tests/cli/chromium.h"
 #include "tests/cli/run_cli.h"
-
-extern char** environ;
 
 namespace attnscope {
 namespace {
@@ -34,39 +29,14 @@ using testing::RunCli;
 constexpr char kPrompt[] =
     "The cat sat on the mat. The cat sat on the </script> mat, and then it slept until the "
     "birds sang.";
+// A canvas pixel holds the weight in 202 levels (red 238 -> 36): half a level.
+constexpr double kPixelError = 0.5 / 202.0 + 1e-6;
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// Runs `argv` (looked up in PATH) with stdout to `out_path`, stderr discarded;
-// the exit code, or -1 if it could not start or ran over 90 s (then killed).
-int RunProgram(const std::vector<std::string>& args, const std::string& out_path) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return -1;
-  int status = 0;
-  for (int waited = 0; waitpid(pid, &status, WNOHANG) == 0; ++waited) {
-    if (waited == 900) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 class ViewerTest : public ::testing::Test {
@@ -78,6 +48,8 @@ class ViewerTest : public ::testing::Test {
     auto r = RunCli({"analyze", "--text", kPrompt, "--export", tensors, "--viewer", Page(),
                      "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
+    stderr_ = new std::string(r.err);
+    stats_ = new json(json::parse(r.out));
     auto file = SafetensorsFile::Open(tensors);
     ASSERT_TRUE(file.ok()) << file.status();
     const TensorRef* a = (*file)->Find("attentions");
@@ -104,74 +76,68 @@ class ViewerTest : public ::testing::Test {
     return s;  // every token of kPrompt is shorter than 14 characters
   }
 
-  // Loads the page at #test=l,h,row and returns the test hook's report.
-  static json Hover(int64_t l, int64_t h, int64_t row) {
-    const std::string out = *dir_ + "/dom.html";
-    const int rc = RunProgram(
-        {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run",
-         "--user-data-dir=" + *dir_ + "/profile", "--virtual-time-budget=5000",
-         "--window-size=1200,900", "--dump-dom",
-         "file://" + Page() + "#test=" + std::to_string(l) + "," + std::to_string(h) + "," +
-             std::to_string(row)},
-        out);
-    EXPECT_EQ(rc, 0) << "chromium (Debian package 'chromium', see scripts/setup.sh) failed";
-    const std::string dom = Slurp(out);
-    const std::string open = "<pre id=\"test-output\">";
-    const size_t begin = dom.find(open), end = dom.find("</pre>", begin);
-    if (begin == std::string::npos || end == std::string::npos) {
-      ADD_FAILURE() << "no test output in the page's DOM:\n" << dom.substr(0, 2000);
-      return json::object();
-    }
-    std::string text = dom.substr(begin + open.size(), end - begin - open.size());
-    for (const auto& [entity, c] : std::vector<std::pair<std::string, std::string>>{
-             {"&quot;", "\""}, {"&lt;", "<"}, {"&gt;", ">"}, {"&amp;", "&"}}) {
-      for (size_t at; (at = text.find(entity)) != std::string::npos;) text.replace(at, entity.size(), c);
-    }
-    return json::parse(text);
-  }
-
   static void ExpectRowDrawn(int64_t l, int64_t h, int64_t row) {
     SCOPED_TRACE("layer " + std::to_string(l) + " head " + std::to_string(h) + " row " +
                  std::to_string(row));
-    const json r = Hover(l, h, row);
-    ASSERT_TRUE(r.contains("highlighted"));
+    const testing::PageResult page = testing::OpenPage(
+        "file://" + Page() + "#test=" + std::to_string(l) + "," + std::to_string(h) + "," +
+            std::to_string(row),
+        *dir_);
+    ASSERT_EQ(page.exit_code, 0) << "chromium (Debian package 'chromium', see scripts/setup.sh)";
+    ASSERT_TRUE(page.report.is_object()) << "no test output in the page's DOM:\n" << page.dom_excerpt;
+    const json& r = page.report;
+    EXPECT_EQ(r["errors"], json::array()) << "JavaScript errors";
     EXPECT_EQ(r["layer"], l);
     EXPECT_EQ(r["head"], h);
     EXPECT_EQ(r["row"], row);
-    EXPECT_EQ(r["upper_cells"], 0) << "cells drawn above the diagonal";
-    EXPECT_GT(r["cells"].get<int64_t>(), T());
-    EXPECT_LE(r["cells"].get<int64_t>(), T() * (T() + 1) / 2);
-    int64_t visible = 0;  // weights that survive the page's 7 decimals
-    for (int64_t j = 0; j <= row; ++j) visible += A(l, h, row, j) >= 1e-7;
-    EXPECT_GE(static_cast<int64_t>(r["highlighted"].size()), visible);
-    EXPECT_LE(static_cast<int64_t>(r["highlighted"].size()), row + 1);
-    for (const json& c : r["highlighted"]) {
-      const int64_t j = c["j"];
-      EXPECT_EQ(c["i"], row);
-      ASSERT_LE(j, row);
-      EXPECT_NEAR(c["w"].get<double>(), A(l, h, row, j), 1e-6) << "key " << j;
-      EXPECT_NEAR(c["opacity"].get<double>(), A(l, h, row, j), 1e-6) << "key " << j;
+    EXPECT_EQ(r["upper_drawn"], 0) << "pixels drawn above the diagonal";
+    double row_max = 0;
+    for (int64_t j = 0; j <= row; ++j) row_max = std::max(row_max, A(l, h, row, j));
+    const double tol = row_max * engine::kViewerRowQuantisationError + 1e-6;
+    ASSERT_EQ(r["weights"].size(), static_cast<size_t>(row + 1));
+    ASSERT_EQ(r["drawn"].size(), static_cast<size_t>(row + 1));
+    for (int64_t j = 0; j <= row; ++j) {
+      const double a = A(l, h, row, j);
+      const double decoded = r["weights"][j].get<double>(), drawn = r["drawn"][j].get<double>();
+      EXPECT_TRUE(std::fabs(decoded - a) <= tol) << "key " << j << ": " << decoded << " vs " << a;
+      EXPECT_TRUE(std::fabs(drawn - a) <= tol + kPixelError) << "key " << j << ": " << drawn;
     }
-    ASSERT_EQ(r["readout"].size(), static_cast<size_t>(row + 1));
+    ASSERT_EQ(r["readout"].size(), static_cast<size_t>(std::min<int64_t>(row + 1, 100)));
+    double previous = 2.0;
     for (const json& e : r["readout"]) {
       const int64_t j = e["j"];
-      EXPECT_NEAR(std::stod(e["num"].get<std::string>()), A(l, h, row, j), 5.01e-5);
+      const double shown = std::stod(e["num"].get<std::string>());
+      EXPECT_TRUE(std::fabs(shown - A(l, h, row, j)) <= tol + 5.01e-5) << "key " << j;
+      if (row >= 24) {
+        EXPECT_LE(shown, previous) << "long rows are listed by weight";
+      }
+      previous = shown;
     }
-    ASSERT_EQ(r["query_labels"].size(), static_cast<size_t>(T()));
-    for (int64_t i = 0; i < T(); ++i) {
-      EXPECT_EQ(r["query_labels"][i], Label(i)) << i;
-      EXPECT_EQ(r["key_labels"][i], Label(i)) << i;
-    }
+    ASSERT_EQ(r["labels"].size(), static_cast<size_t>(T()));
+    for (int64_t i = 0; i < T(); ++i) EXPECT_EQ(r["labels"][i], Label(i)) << i;
+    const double z = (*stats_)["z"][row].get<double>();
+    char z_text[32];
+    std::snprintf(z_text, sizeof(z_text), "z %.2f", z);
+    EXPECT_THAT(r["qstats"].get<std::string>(),
+                ::testing::AllOf(::testing::HasSubstr("position " + std::to_string(row)),
+                                 ::testing::HasSubstr(z_text), ::testing::HasSubstr("max norm"),
+                                 ::testing::HasSubstr("next-token entropy")));
+    EXPECT_THAT(r["tip"].get<std::string>(), ::testing::HasSubstr("key 0"));
+    EXPECT_EQ(r["thumbs"], (*shape_)[0] * (*shape_)[1]);
+    EXPECT_EQ(r["thumbs_drawn"], r["thumbs"]);
   }
 
   static std::string* dir_;
+  static std::string* stderr_;
+  static json* stats_;
   static std::vector<int64_t>* shape_;
   static std::vector<float>* attentions_;
   static json* offsets_;
 };
 
 std::string* ViewerTest::dir_ = nullptr;
+std::string* ViewerTest::stderr_ = nullptr;
+json* ViewerTest::stats_ = nullptr;
 std::vector<int64_t>* ViewerTest::shape_ = nullptr;
 std::vector<float>* ViewerTest::attentions_ = nullptr;
 json* ViewerTest::offsets_ = nullptr;
@@ -189,8 +155,24 @@ TEST_F(ViewerTest, PageIsSelfContained) {
   const std::string page = Slurp(Page());
   EXPECT_EQ(page.find("<script src"), std::string::npos);
   EXPECT_EQ(page.find("<link"), std::string::npos);
-  EXPECT_EQ(page.find("https://"), std::string::npos);
+  EXPECT_EQ(page.find("http"), std::string::npos);
   EXPECT_EQ(page.find("</script> mat"), std::string::npos) << "prompt text closed the script";
+}
+
+TEST_F(ViewerTest, SaysWhatItWrote) {
+  EXPECT_THAT(*stderr_, ::testing::HasSubstr("wrote " + Page()));
+  EXPECT_THAT(*stderr_, ::testing::HasSubstr("wrote " + *dir_ + "/tensors.safetensors"));
+}
+
+TEST_F(ViewerTest, SamePathForExportAndViewerIsAUsageError) {
+  const std::string path = *dir_ + "/same.out";
+  auto r = RunCli({"analyze", "--text", "hi", "--export", path, "--viewer", path});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_THAT(r.err, ::testing::HasSubstr("--export and --viewer both name"));
+  EXPECT_FALSE(std::filesystem::exists(path));
+  auto dotted = RunCli({"analyze", "--text", "hi", "--export", path, "--viewer",
+                        *dir_ + "/./same.out"});
+  EXPECT_EQ(dotted.exit_code, 2) << "the same file through another spelling";
 }
 
 TEST_F(ViewerTest, UnwritablePageIsARuntimeError) {
@@ -202,14 +184,7 @@ TEST_F(ViewerTest, UnwritablePageIsARuntimeError) {
 TEST_F(ViewerTest, Screenshot) {
   const std::string png = std::string(ATTNSCOPE_TEST_OUTPUT_DIR) + "/viewer-screenshot.png";
   std::filesystem::remove(png);
-  const int rc = RunProgram(
-      {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-       "--disable-component-update", "--disable-sync", "--no-first-run",
-       "--user-data-dir=" + *dir_ + "/profile", "--virtual-time-budget=5000",
-       "--hide-scrollbars", "--window-size=1200,900", "--screenshot=" + png,
-       "file://" + Page() + "#test=3,4,12"},
-      *dir_ + "/screenshot.log");
-  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(testing::Screenshot("file://" + Page() + "#test=3,4,12", png, *dir_), 0);
   const std::string bytes = Slurp(png);
   ASSERT_GT(bytes.size(), 20000u) << png;
   EXPECT_EQ(bytes.substr(1, 3), "PNG");

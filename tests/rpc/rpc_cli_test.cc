@@ -1,6 +1,7 @@
 // attnscope --server HOST:PORT analyze|generate|models prints what the local
 // commands print.
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -86,9 +87,42 @@ TEST_F(RpcCliTest, ServerErrorsPrintTheStatusCodeAndExitOne) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("NOT_FOUND"));
   EXPECT_THAT(r.err, HasSubstr("'nope' is not loaded"));
+  // --temperature -1 is a usage error (2) before anything is sent; more new
+  // tokens than the model's positions is the server's to refuse (the local
+  // run cuts it to fit).
   r = RunCli({"--server", server_->address(), "generate", "--text", "hi", "--temperature", "-1"});
+  EXPECT_EQ(r.exit_code, 2);
+  r = RunCli({"--server", server_->address(), "generate", "--text", "hi", "--max-new-tokens",
+              "100000"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: temperature=-1"));
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: max_new_tokens=100000"));
+}
+
+// A server that does not answer (stopped with SIGSTOP: connections are
+// accepted by the kernel, nothing replies): the CLI says it is waiting after
+// a second and gives up at --deadline with exit code 1.
+TEST_F(RpcCliTest, WaitingLineAndDeadline) {
+  StartServer();
+  ASSERT_EQ(kill(server_->pid(), SIGSTOP), 0);
+  CliResult stalled =
+      RunCli({"--server", server_->address(), "analyze", "--text", "hi", "--deadline", "2.5"});
+  CliResult stalled_generate =
+      RunCli({"--server", server_->address(), "generate", "--text", "hi", "--deadline", "1.5"});
+  ASSERT_EQ(kill(server_->pid(), SIGCONT), 0);
+  EXPECT_EQ(stalled.exit_code, 1);
+  EXPECT_THAT(stalled.err, HasSubstr("attnscope analyze: waiting for " + server_->address() +
+                                     ": no reply after 1 s"));
+  EXPECT_THAT(stalled.err, HasSubstr("no complete answer within --deadline 2.5 s"));
+  EXPECT_THAT(stalled.err, HasSubstr("DEADLINE_EXCEEDED"));
+  EXPECT_EQ(stalled_generate.exit_code, 1);
+  EXPECT_THAT(stalled_generate.err, HasSubstr("attnscope generate: waiting for"));
+  EXPECT_THAT(stalled_generate.err, HasSubstr("--deadline 1.5 s"));
+  // Running again, it answers within a generous deadline.
+  CliResult ok =
+      RunCli({"--server", server_->address(), "analyze", "--text", "hi", "--deadline", "120"});
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  CliResult bad = RunCli({"--server", server_->address(), "analyze", "--text", "hi", "--deadline", "0"});
+  EXPECT_EQ(bad.exit_code, 2);
 }
 
 TEST_F(RpcCliTest, LocalOnlyFlagsAreUsageErrorsWithServer) {

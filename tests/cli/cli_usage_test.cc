@@ -1,0 +1,120 @@
+// Exit codes of the attnscope binaries as a table: every usage error is 2
+// (with a message naming the flag), runtime errors are 1, --version is 0 on
+// every binary; --threads above the core count warns.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/cli/chromium.h"
+#include "tests/cli/run_cli.h"
+
+namespace attnscope {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::RunCli;
+
+struct Case {
+  std::vector<std::string> args;
+  int exit_code;
+  std::string message;  // a substring of stderr
+};
+
+std::string Show(const std::vector<std::string>& args) {
+  std::string s = "attnscope";
+  for (const std::string& a : args) s += " '" + a + "'";
+  return s;
+}
+
+TEST(CliExitCodeTest, EveryUsageErrorExitsWithTwo) {
+  const std::vector<Case> cases = {
+      {{"generate", "--text", "hi", "--temperature", "-1"}, 2, "--temperature must be in [0, 100]"},
+      {{"generate", "--text", "hi", "--temperature", "101"}, 2, "--temperature"},
+      {{"generate", "--text", "hi", "--temperature", "nan"}, 2, "--temperature"},
+      {{"generate", "--text", "hi", "--top-p", "1.5"}, 2, "--top-p must be in [0, 1]"},
+      {{"generate", "--text", "hi", "--top-p", "-0.1"}, 2, "--top-p"},
+      {{"generate", "--text", "hi", "--top-k", "-1"}, 2, "--top-k"},
+      {{"generate", "--text", "hi", "--max-new-tokens", "0"}, 2, "--max-new-tokens"},
+      {{"generate", "--text", "hi", "--alternatives", "20"}, 2, "--alternatives"},
+      {{"generate", "--text", "hi", "--seed", "-3"}, 2, "--seed"},
+      {{"generate"}, 2, "give exactly one of"},
+      {{"generate", "--text", ""}, 2, "--text is empty"},
+      {{"analyze", "--text", ""}, 2, "--text is empty"},
+      {{"tokenize", "--text", ""}, 2, "--text is empty"},
+      {{"analyze", "--ids", "1,,2"}, 2, "empty item at byte 2 (two commas)"},
+      {{"analyze", "--ids", ",1"}, 2, "a leading comma"},
+      {{"analyze", "--ids", "1,2,"}, 2, "a trailing comma"},
+      {{"analyze", "--ids", "1, ,2"}, 2, "two commas"},
+      {{"generate", "--ids", "1,,2"}, 2, "two commas"},
+      {{"analyze", "--text", "a", "--text-file", "f.txt"}, 2, "give exactly one of"},
+      {{"analyze", "--ids", "1", "--ids-file", "f.txt"}, 2, "give exactly one of"},
+      {{"analyze", "--text-file", ""}, 2, "--text-file needs a file name"},
+      {{"analyze", "--text", "hi", "--top", "-1"}, 2, "--top"},
+      {{"analyze", "--text", "hi", "--threshold", "abc"}, 2, "--threshold"},
+      {{"analyze", "--text", "hi", "--template", "xml"}, 2, "xml"},
+      {{"analyze", "--text", "hi", "--color", "sometimes"}, 2, "--color"},
+      {{"analyze", "--text", "hi", "--block-size", "-1"}, 2, "--block-size"},
+      {{"analyze", "--text", "hi", "--threads", "many"}, 2, "--threads"},
+      {{"analyze", "--text", "hi", "--export", "/tmp/x.out", "--viewer", "/tmp/x.out"}, 2,
+       "--export and --viewer both name"},
+      {{"analyze", "--text", "hi", "--bogus"}, 2, "unknown flag --bogus"},
+      {{"tokenize", "--text", "a", "--text-file", "f.txt"}, 2, "give exactly one of"},
+      {{"tokenize"}, 2, "give exactly one of"},
+      {{"heads", "--n", "0"}, 2, "--n"},
+      {{"models", "--bogus"}, 2, "--bogus"},
+      {{"frobnicate"}, 2, "unknown command"},
+      {{"--server"}, 2, "--server needs HOST:PORT"},
+      {{"--server", "127.0.0.1:1", "tokenize", "--text", "hi"}, 2, "--server works with"},
+      // Runtime errors: the command line is fine, the input or the world is not.
+      {{"analyze", "--text-file", "/nonexistent/prompt.txt"}, 1, "/nonexistent/prompt.txt"},
+      {{"analyze", "--model", "/nonexistent/model", "--text", "hi"}, 1, "/nonexistent/model"},
+      {{"analyze", "--text", "hi", "--viewer", "/nonexistent/dir/v.html"}, 1, "/nonexistent/dir"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(Show(c.args));
+    const auto r = RunCli(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message));
+    if (c.exit_code == 2) {
+      EXPECT_TRUE(r.out.empty()) << r.out;
+    }
+  }
+}
+
+TEST(CliExitCodeTest, VersionOnEveryBinary) {
+  for (const char* binary : {"attnscope", "attnscope-server", "attnscope-dashboard"}) {
+    SCOPED_TRACE(binary);
+    const std::string out = std::string(ATTNSCOPE_BIN_DIR) + "/version.out";
+    const int rc = testing::RunProgram({std::string(ATTNSCOPE_BIN_DIR) + "/" + binary, "--version"},
+                                       out, "/dev/null", 30);
+    EXPECT_EQ(rc, 0);
+    std::string text;
+    if (FILE* f = std::fopen(out.c_str(), "r")) {
+      char buffer[256];
+      text.assign(buffer, std::fread(buffer, 1, sizeof(buffer), f));
+      std::fclose(f);
+    }
+    // "attnscope 0.1.0 (git 0123456789ab)": the CMake project version and the
+    // git revision baked in at configure time.
+    EXPECT_THAT(text, ::testing::MatchesRegex(std::string(binary) +
+                                              " [0-9]+\\.[0-9]+\\.[0-9]+ \\(git [0-9a-f]+(-dirty)?\\)\n"));
+  }
+}
+
+TEST(CliExitCodeTest, ThreadsAboveTheCoreCountWarn) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  ASSERT_GT(cores, 0u);
+  auto many = RunCli({"analyze", "--text", "hi", "--threads", std::to_string(cores + 1)});
+  EXPECT_EQ(many.exit_code, 0) << many.err;
+  EXPECT_THAT(many.err, HasSubstr("warning: --threads " + std::to_string(cores + 1) +
+                                  " is more than the " + std::to_string(cores) + " cores"));
+  auto fits = RunCli({"analyze", "--text", "hi", "--threads", std::to_string(cores)});
+  EXPECT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_THAT(fits.err, ::testing::Not(HasSubstr("warning")));
+}
+
+}  // namespace
+}  // namespace attnscope
