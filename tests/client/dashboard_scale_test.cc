@@ -37,7 +37,7 @@ using testing::ServerProcess;
 constexpr int kLong = 90000;  // ms: loading models on a busy 2-core machine
 
 QString outputDir() {
-  const QString dir = QStringLiteral(ATTNSCOPE_BUILD_DIR "/test-output");
+  const QString dir = QStringLiteral(ATTNSCOPE_TEST_OUTPUT_DIR);
   QDir().mkpath(dir);
   return dir;
 }
