@@ -13,8 +13,7 @@
 #include "prometheus/registry.h"
 #include "service/metrics/process_metrics.h"
 
-// ATTNSCOPE_BUILD_VERSION and ATTNSCOPE_BUILD_REVISION, written at build time.
-#include "build_info.h"
+#include "attnscope_version.h"
 
 namespace attnscope::metrics {
 namespace {
@@ -146,7 +145,7 @@ struct ServiceMetrics::Impl {
   Gauge& subscribers_gauge = subscribers.Add({});
   Counter& dropped_counter = dropped.Add({});
   Gauge& build_info_gauge = build_info.Add(
-      {{"version", ATTNSCOPE_BUILD_VERSION}, {"revision", ATTNSCOPE_BUILD_REVISION}});
+      {{"version", kAttnscopeVersion}, {"revision", kAttnscopeGitRevision}});
 
   std::mutex model_info_mutex;
   std::map<std::string, Gauge*> model_info_by_model;  // Guarded by model_info_mutex.
