@@ -11,6 +11,7 @@
 
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
+#include "tests/cli/cli_fixtures.h"
 #include "tests/cli/run_cli.h"
 #include "tests/common/json_compare.h"
 #include "tests/reference/checkpoint_copies.h"
@@ -20,30 +21,14 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::RunCli;
+using testing::Fixture;
+using testing::Floats;
+using testing::IdsArg;
+using testing::ReadJson;
 using nlohmann::json;
 using test::MaxAbsDiff;
 using test::MaxJsonDiff;
 
-std::string Fixture(const std::string& name) {
-  return std::string(ATTNSCOPE_TEST_DATA_DIR) + "/models/" + name;
-}
-
-json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
-
-std::string IdsArg(const json& ids) {
-  std::string s;
-  for (const auto& id : ids) s += (s.empty() ? "" : ",") + std::to_string(id.get<int64_t>());
-  return s;
-}
-
-std::vector<float> Floats(const SafetensorsFile& f, const char* name) {
-  const TensorRef* t = f.Find(name);
-  EXPECT_NE(t, nullptr) << name;
-  return t ? *ToFloat32(*t) : std::vector<float>{};
-}
 
 TEST(CliTest, HelpForEveryCommand) {
   for (std::vector<std::string> args : {std::vector<std::string>{"--help"},

@@ -12,6 +12,7 @@
 
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
+#include "tests/cli/cli_fixtures.h"
 #include "tests/cli/run_cli.h"
 
 namespace attnscope {
@@ -19,27 +20,11 @@ namespace {
 
 using nlohmann::json;
 using testing::RunCli;
+using testing::Fixture;
+using testing::Floats;
+using testing::IdsArg;
+using testing::ReadJson;
 
-std::string Fixture(const std::string& name) {
-  return std::string(ATTNSCOPE_TEST_DATA_DIR) + "/models/" + name;
-}
-
-json ReadJson(const std::string& path) {
-  std::ifstream in(path);
-  return json::parse(in);
-}
-
-std::string IdsArg(const json& ids) {
-  std::string s;
-  for (const auto& id : ids) s += (s.empty() ? "" : ",") + std::to_string(id.get<int64_t>());
-  return s;
-}
-
-std::vector<float> Floats(const SafetensorsFile& f, const char* name) {
-  const TensorRef* t = f.Find(name);
-  EXPECT_NE(t, nullptr) << name;
-  return t ? *ToFloat32(*t) : std::vector<float>{};
-}
 
 // Largest |a - b|; NaN or a size mismatch gives infinity.
 double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
