@@ -42,6 +42,7 @@ FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
   QHeaderView* header = m_table->horizontalHeader();
   header->setSectionResizeMode(QHeaderView::ResizeToContents);
   header->setSectionResizeMode(FeedModel::Prompt, QHeaderView::Stretch);
+  setReplicaColumnVisible(false);
   auto* filters = new QHBoxLayout;
   filters->addWidget(m_models);
   filters->addWidget(m_filter, 1);
@@ -86,6 +87,10 @@ void FeedPanel::selectRow(int proxyRow) {
 }
 
 void FeedPanel::setFollowing(bool follow) { m_follow->setChecked(follow); }
+
+void FeedPanel::setReplicaColumnVisible(bool visible) {
+  m_table->setColumnHidden(FeedModel::Replica, !visible);
+}
 
 bool FeedPanel::isFollowing() const { return m_follow->isChecked(); }
 

@@ -33,6 +33,8 @@ class FeedPanel : public QWidget {
   // selected and shown as it ends.
   void setFollowing(bool follow);
   bool isFollowing() const;
+  // The Replica column: shown behind a target of several replicas only.
+  void setReplicaColumnVisible(bool visible);
 
  public Q_SLOTS:
   // FeedModel::requestFinished: selects that row when following.
