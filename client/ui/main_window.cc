@@ -168,7 +168,7 @@ void MainWindow::onSubscribed(int subscription, const QString& replica) {
 void MainWindow::onReplicasResolved(const QStringList& replicas) {
   m_replicas = replicas;
   m_indicator->setReplicas(replicas);
-  m_feedPanel->setReplicaColumnVisible(replicas.size() > 1);
+  m_feedPanel->setReplicas(replicas);
 }
 
 void MainWindow::onFeedEvent(const v1::FeedEvent& event, const QString& replica) {

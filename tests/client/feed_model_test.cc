@@ -228,6 +228,15 @@ class FeedModelTest : public QObject {
     QCOMPARE(cell(model, 1, FeedModel::Health), QStringLiteral("running"));  // a's request 2
     QCOMPARE(model.headerData(FeedModel::Replica, Qt::Horizontal).toString(),
              QStringLiteral("Replica"));
+    FeedFilterProxy proxy;  // one replica's rows only
+    proxy.setSourceModel(&model);
+    proxy.setReplicaFilter(a);
+    QCOMPARE(proxy.rowCount(), 2);
+    for (int r = 0; r < proxy.rowCount(); ++r) {
+      QCOMPARE(proxy.index(r, 0).data(FeedModel::ReplicaRole).toString(), a);
+    }
+    proxy.setReplicaFilter(QString());
+    QCOMPARE(proxy.rowCount(), model.rowCount());
   }
 
   void droppedCountsAddUpOverReplicas() {

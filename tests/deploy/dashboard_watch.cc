@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
 #include <QPlainTextEdit>
@@ -152,6 +153,23 @@ int DashboardWatch::RowCount() const { return impl_->window->feedModel()->rowCou
 
 bool DashboardWatch::ReplicaColumnShown() const {
   return !impl_->window->feedPanel()->table()->isColumnHidden(dashboard::FeedModel::Replica);
+}
+
+int DashboardWatch::RowsShownFilteredTo(const std::string& replica) {
+  dashboard::FeedPanel* panel = impl_->window->feedPanel();
+  QComboBox* combo = panel->replicaCombo();
+  const int index = combo->findData(QString::fromStdString(replica));
+  if (index < 0 || combo->isHidden()) return -1;
+  combo->setCurrentIndex(index);
+  int rows = panel->proxy()->rowCount();
+  for (int r = 0; r < panel->proxy()->rowCount(); ++r) {
+    if (panel->proxy()->index(r, 0).data(dashboard::FeedModel::ReplicaRole).toString() !=
+        QString::fromStdString(replica)) {
+      rows = -1;
+    }
+  }
+  combo->setCurrentIndex(0);
+  return rows;
 }
 
 std::string DashboardWatch::SendFromBox(const std::string& text) {

@@ -45,6 +45,10 @@ class DashboardWatch {
   int RowCount() const;
   // Whether the feed table shows the Replica column.
   bool ReplicaColumnShown() const;
+  // Picks `replica` in the feed's replica filter; the rows then shown (-1 if
+  // the filter does not offer it or shows another replica's row), then
+  // shows all replicas again.
+  int RowsShownFilteredTo(const std::string& replica);
 
   // Types `text` into the send box, sends it as Analyze and waits (60 s at
   // most) for its status line to say "done"; the status line otherwise.

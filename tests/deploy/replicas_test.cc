@@ -389,6 +389,14 @@ TEST_F(ReplicasTest, RoundRobinSurvivesAReplicaRestartAndPrometheusSeesAllThree)
         10000);
   }
   EXPECT_EQ(dashboard.ReplicasWithFinishedRows("Send box"), labels);
+  // The feed's replica filter shows one replica's rows.
+  int filtered = 0;
+  for (const std::string& label : labels) {
+    const int rows = dashboard.RowsShownFilteredTo(label);
+    EXPECT_GT(rows, 0) << label;
+    filtered += rows;
+  }
+  EXPECT_EQ(filtered, dashboard.RowCount());
   const std::string screenshot =
       std::string(ATTNSCOPE_TEST_OUTPUT_DIR) + "/dashboard-replicas-screenshot.png";
   EXPECT_TRUE(dashboard.Screenshot(screenshot)) << screenshot;
