@@ -36,18 +36,7 @@ FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
   m_filter->setPlaceholderText(tr("Filter prompts (Ctrl+L)"));
   m_filter->setClearButtonEnabled(true);
   m_proxy->setSourceModel(feed);
-  m_table->setModel(m_proxy);
-  m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
-  m_table->setSelectionMode(QAbstractItemView::SingleSelection);
-  m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  m_table->setAlternatingRowColors(true);
-  m_table->setWordWrap(false);
-  m_table->verticalHeader()->hide();
-  m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
-  QHeaderView* header = m_table->horizontalHeader();
-  header->setSectionResizeMode(QHeaderView::ResizeToContents);
-  header->setSectionResizeMode(FeedModel::Prompt, QHeaderView::Stretch);
-  m_table->setColumnHidden(FeedModel::Replica, true);
+  setUpTable();
   auto* filters = new QHBoxLayout;
   filters->addWidget(m_models);
   filters->addWidget(m_replicas);
@@ -70,6 +59,21 @@ FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
   connect(m_proxy, &QAbstractItemModel::modelReset, this, &FeedPanel::updateCount);
   connect(m_proxy, &QAbstractItemModel::layoutChanged, this, &FeedPanel::updateCount);
   updateCount();
+}
+
+void FeedPanel::setUpTable() {
+  m_table->setModel(m_proxy);
+  m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+  m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+  m_table->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  m_table->setAlternatingRowColors(true);
+  m_table->setWordWrap(false);
+  m_table->verticalHeader()->hide();
+  m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
+  QHeaderView* header = m_table->horizontalHeader();
+  header->setSectionResizeMode(QHeaderView::ResizeToContents);
+  header->setSectionResizeMode(FeedModel::Prompt, QHeaderView::Stretch);
+  m_table->setColumnHidden(FeedModel::Replica, true);
 }
 
 void FeedPanel::addModelName(const QString& model) {

@@ -50,6 +50,7 @@ class FeedPanel : public QWidget {
   void requestSelected(const attnscope::dashboard::FeedRow& row);
 
  private:
+  void setUpTable();
   void onCurrentChanged(const QModelIndex& current);
   void updateCount();
 

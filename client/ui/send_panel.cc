@@ -57,6 +57,21 @@ SendPanel::SendPanel(QWidget* parent)
   m_budget->setValue(24);
   m_budget->setSuffix(tr(" tokens"));
   m_budget->setEnabled(false);
+  layOut();
+  connect(m_generate, &QRadioButton::toggled, m_budget, &QSpinBox::setEnabled);
+  connect(m_ids, &QCheckBox::toggled, this, [this](bool ids) {
+    if (ids) m_chat->setChecked(false);
+    updatePlaceholder();
+  });
+  connect(m_chat, &QCheckBox::toggled, this, [this](bool chat) {
+    if (chat) m_ids->setChecked(false);
+    m_generationPrompt->setVisible(chat);
+    updatePlaceholder();
+  });
+  connect(m_send, &QPushButton::clicked, this, &SendPanel::send);
+}
+
+void SendPanel::layOut() {
   auto* options = new QHBoxLayout;
   options->addWidget(m_model);
   options->addWidget(m_analyze);
@@ -72,17 +87,6 @@ SendPanel::SendPanel(QWidget* parent)
   layout->addWidget(m_prompt);
   layout->addLayout(options);
   layout->addWidget(m_status);
-  connect(m_generate, &QRadioButton::toggled, m_budget, &QSpinBox::setEnabled);
-  connect(m_ids, &QCheckBox::toggled, this, [this](bool ids) {
-    if (ids) m_chat->setChecked(false);
-    updatePlaceholder();
-  });
-  connect(m_chat, &QCheckBox::toggled, this, [this](bool chat) {
-    if (chat) m_ids->setChecked(false);
-    m_generationPrompt->setVisible(chat);
-    updatePlaceholder();
-  });
-  connect(m_send, &QPushButton::clicked, this, &SendPanel::send);
 }
 
 void SendPanel::setPromptText(const QString& text) { m_prompt->setPlainText(text); }

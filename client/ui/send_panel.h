@@ -66,6 +66,7 @@ class SendPanel : public QWidget {
   void sendRequested(const attnscope::dashboard::SendRequest& request);
 
  private:
+  void layOut();
   void updatePlaceholder();
 
   QPlainTextEdit* m_prompt;
