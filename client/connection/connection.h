@@ -10,6 +10,7 @@
 #include <QString>
 #include <QStringList>
 #include <QThreadPool>
+#include <functional>
 #include <map>
 #include <memory>
 #include <atomic>
@@ -28,6 +29,10 @@ struct ConnectionOptions {
   int maxBackoffMs = 8000;     // cap on that delay
   int probeTimeoutMs = 3000;   // how long one attempt waits for the server
   int callTimeoutMs = 120000;  // deadline of an Analyze or Generate call
+  // Looks up dns: targets (empty: resolveTarget, i.e. getaddrinfo). Runs on
+  // a pool thread. Tests give one whose answers change, as a scaled
+  // Deployment's DNS does.
+  std::function<ResolvedTarget(const QString& target)> resolver;
 };
 
 // Lives on a worker QThread: call its slots through queued connections or

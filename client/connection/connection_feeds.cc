@@ -33,8 +33,9 @@ void Connection::resolve() {
   ++m_tasks;
   const quint64 generation = m_targetGeneration;
   const QString target = m_target;
-  m_pool->start([this, generation, target] {
-    const ResolvedTarget resolved = resolveTarget(target);  // getaddrinfo blocks
+  const auto lookUp = m_options.resolver ? m_options.resolver : resolveTarget;
+  m_pool->start([this, generation, target, lookUp] {
+    const ResolvedTarget resolved = lookUp(target);  // getaddrinfo blocks
     QMetaObject::invokeMethod(
         this,
         [this, generation, resolved] {
@@ -71,6 +72,7 @@ void Connection::onResolved(quint64 targetGeneration, const ResolvedTarget& reso
 void Connection::reconcile(const QList<Replica>& replicas) {
   QStringList labels;
   for (const Replica& replica : replicas) labels << replica.label;
+  const bool changed = m_order != labels;  // before removeFeed() edits m_order
   for (const QString& label : QStringList(m_order)) {
     if (!labels.contains(label)) removeFeed(label);
   }
@@ -83,7 +85,6 @@ void Connection::reconcile(const QList<Replica>& replicas) {
     connect(&feed->retryTimer, &QTimer::timeout, this, [this, label] { startAttempt(label); });
     m_feeds[label] = std::move(feed);
   }
-  const bool changed = m_order != labels;
   m_order = labels;
   m_pool->setMaxThreadCount(16 + int(m_feeds.size()));
   if (changed) Q_EMIT replicasResolved(m_order);

@@ -166,6 +166,10 @@ void MainWindow::onSubscribed(int subscription, const QString& replica) {
 }
 
 void MainWindow::onReplicasResolved(const QStringList& replicas) {
+  // A replica that left the target (scaled down) will not finish what it ran.
+  for (const QString& gone : m_replicas) {
+    if (!replicas.contains(gone)) m_feed->beginSession(gone);
+  }
   m_replicas = replicas;
   m_indicator->setReplicas(replicas);
   m_feedPanel->setReplicas(replicas);

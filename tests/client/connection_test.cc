@@ -3,6 +3,8 @@
 #include "client/connection/connection.h"
 
 #include <QTcpServer>
+#include <atomic>
+#include <memory>
 #include <QThread>
 #include <QtTest>
 
@@ -185,6 +187,44 @@ class ConnectionTest : public QObject {
     QVERIFY(!fixture.states.contains(Connection::State::Connected));
     QVERIFY2(fixture.details.last().contains(QStringLiteral("0 of 2 replicas connected")),
              qPrintable(fixture.details.last()));
+    fixture.post([](Connection* c) { c->disconnectFromServer(); });
+    QTRY_COMPARE_WITH_TIMEOUT(fixture.idles, 1, 10000);
+  }
+
+  // A dns: name is looked up again when a replica's feed ends: a replica
+  // whose address left the answer (scaled down) loses its feed; a failed
+  // lookup is retried with back-off and named in the state.
+  void dnsTargetFollowsTheAnswer() {
+    ConnectionOptions options;
+    options.initialBackoffMs = 50;
+    options.maxBackoffMs = 100;
+    options.probeTimeoutMs = 200;
+    const int pa = closedPort();
+    int pb = pa;
+    while (pb == pa) pb = closedPort();
+    const QString a = QStringLiteral("127.0.0.1:%1").arg(pa);
+    const QString b = QStringLiteral("127.0.0.1:%1").arg(pb);
+    auto lookups = std::make_shared<std::atomic<int>>(0);
+    options.resolver = [a, b, lookups](const QString& target) {
+      const int n = ++*lookups;
+      ResolvedTarget resolved;
+      if (n == 1) {
+        resolved.error = QStringLiteral("'%1': cannot resolve (test)").arg(target);
+      } else {
+        resolved.replicas.append({a, QStringLiteral("ipv4:") + a});
+        if (n == 2) resolved.replicas.append({b, QStringLiteral("ipv4:") + b});
+      }
+      return resolved;
+    };
+    ConnectionFixture fixture(options);
+    fixture.post([](Connection* c) { c->connectTo(QStringLiteral("dns:///attnscope.test:50051")); });
+    QTRY_VERIFY_WITH_TIMEOUT(fixture.details.join(QLatin1Char('\n')).contains(
+                                 QStringLiteral("cannot resolve (test)")),
+                             10000);
+    QVERIFY(fixture.delayReplicas.contains(QString()));  // the lookup's own retry
+    QTRY_COMPARE_WITH_TIMEOUT(fixture.replicas, QStringList({a}), 15000);
+    QVERIFY(fixture.replicaStates.contains(b));  // b had a feed before it left the answer
+    QVERIFY(lookups->load() >= 3);
     fixture.post([](Connection* c) { c->disconnectFromServer(); });
     QTRY_COMPARE_WITH_TIMEOUT(fixture.idles, 1, 10000);
   }
