@@ -1,9 +1,12 @@
 // attnscope-dashboard: watch an attnscope-server's requests live and explore
 // a prompt's attention.
 //
-//   attnscope-dashboard [--server HOST:PORT]
+//   attnscope-dashboard [--server HOST:PORT | --server TARGET]
 //
-// Without --server, the last server used (or 127.0.0.1:50051).
+// TARGET: a gRPC target URI of several replicas (dns:///HOST:PORT,
+// ipv4:ADDR:PORT,ADDR:PORT,...): the feed merges every replica's, requests
+// go round robin. Without --server, the last server used (or
+// 127.0.0.1:50051).
 #include <QApplication>
 #include <QCommandLineParser>
 #include <cstdio>
@@ -11,8 +14,8 @@
 
 #include "attnscope_version.h"
 
+#include "client/connection/target.h"
 #include "client/ui/main_window.h"
-#include "client/ui/settings_dialog.h"
 
 int main(int argc, char** argv) {
   // Answered before QApplication exists, so it needs no display.
@@ -34,14 +37,16 @@ int main(int argc, char** argv) {
   parser.addVersionOption();
   const QCommandLineOption server(QStringLiteral("server"),
                                   QStringLiteral("The server to connect to (default: the last one, "
-                                                 "else 127.0.0.1:50051)."),
-                                  QStringLiteral("HOST:PORT"));
+                                                 "else 127.0.0.1:50051), or a gRPC target of "
+                                                 "several replicas: dns:///HOST:PORT (every "
+                                                 "address DNS returns), ipv4:ADDR:PORT,ADDR:PORT"),
+                                  QStringLiteral("HOST:PORT|TARGET"));
   parser.addOption(server);
   parser.process(app);
   const QString address = parser.value(server);
-  if (!address.isEmpty() && !attnscope::dashboard::SettingsDialog::isValidAddress(address)) {
-    std::fprintf(stderr, "attnscope-dashboard: --server '%s' is not HOST:PORT (port 1..65535)\n",
-                 qPrintable(address));
+  const QString problem = address.isEmpty() ? QString() : attnscope::dashboard::checkTarget(address);
+  if (!problem.isEmpty()) {
+    std::fprintf(stderr, "attnscope-dashboard: --server %s\n", qPrintable(problem));
     return 2;
   }
   attnscope::dashboard::MainWindow window(address);

@@ -58,15 +58,16 @@ grpc::Status drain(std::unique_ptr<Reader> reader,
 
 }  // namespace
 
-std::shared_ptr<AnalyzerStub> makeStub(const QString& address, int maxBackoffMs) {
+std::shared_ptr<AnalyzerStub> makeStub(const QString& target, int maxBackoffMs, bool roundRobin) {
   grpc::ChannelArguments args;
+  if (roundRobin) args.SetServiceConfigJSON(R"({"loadBalancingConfig":[{"round_robin":{}}]})");
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, maxBackoffMs);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetMaxReceiveMessageSize(64 << 20);
   const auto channel =
-      grpc::CreateCustomChannel(address.toStdString(), grpc::InsecureChannelCredentials(), args);
+      grpc::CreateCustomChannel(target.toStdString(), grpc::InsecureChannelCredentials(), args);
   return std::shared_ptr<AnalyzerStub>(v1::Analyzer::NewStub(channel));
 }
 

@@ -14,11 +14,15 @@ namespace attnscope::dashboard {
 
 using AnalyzerStub = attnscope::v1::Analyzer::Stub;
 
-// A channel to host:port that retries a lost connection within maxBackoffMs
-// (gRPC's own default waits up to two minutes) and accepts messages up to
-// 64 MiB. Each call gets its own subchannel pool, so a new channel starts
-// connecting at once instead of inheriting an old channel's back-off.
-std::shared_ptr<AnalyzerStub> makeStub(const QString& address, int maxBackoffMs);
+// A channel to a gRPC target (host:port, dns:///host:port, ipv4:a:p,b:p, ...)
+// that retries a lost connection within maxBackoffMs (gRPC's own default
+// waits up to two minutes) and accepts messages up to 64 MiB. Each call gets
+// its own subchannel pool, so a new channel starts connecting at once instead
+// of inheriting an old channel's back-off. roundRobin: gRPC's round_robin
+// policy spreads calls over every address the target resolves to (else
+// pick_first: one address).
+std::shared_ptr<AnalyzerStub> makeStub(const QString& target, int maxBackoffMs,
+                                       bool roundRobin = false);
 
 // "UNAVAILABLE: failed to connect" for a failed status, "OK" otherwise.
 QString describeStatus(const grpc::Status& status);

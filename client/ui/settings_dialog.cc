@@ -5,8 +5,9 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
-#include <QRegularExpression>
 #include <QSpinBox>
+
+#include "client/connection/target.h"
 
 namespace attnscope::dashboard {
 
@@ -24,7 +25,7 @@ SettingsDialog::SettingsDialog(QWidget* parent)
   m_rows->setSingleStep(100);
   m_hint->setStyleSheet(QStringLiteral("color: #c62828;"));
   auto* form = new QFormLayout(this);
-  form->addRow(tr("&Server (host:port)"), m_server);
+  form->addRow(tr("&Server (host:port or target)"), m_server);
   form->addRow(tr("Feed &rows kept"), m_rows);
   form->addRow(m_hint);
   form->addRow(m_buttons);
@@ -39,19 +40,14 @@ QString SettingsDialog::serverAddress() const { return m_server->text().trimmed(
 void SettingsDialog::setMaxFeedRows(int rows) { m_rows->setValue(rows); }
 int SettingsDialog::maxFeedRows() const { return m_rows->value(); }
 
-bool SettingsDialog::isValidAddress(const QString& address) {
-  static const QRegularExpression kPattern(
-      QStringLiteral(R"(^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):(\d{1,5})$)"));
-  const QRegularExpressionMatch match = kPattern.match(address.trimmed());
-  if (!match.hasMatch()) return false;
-  const int port = match.captured(2).toInt();
-  return port >= 1 && port <= 65535;
-}
+bool SettingsDialog::isValidAddress(const QString& address) { return checkTarget(address).isEmpty(); }
 
 void SettingsDialog::validate() {
-  const bool ok = isValidAddress(m_server->text());
-  m_buttons->button(QDialogButtonBox::Ok)->setEnabled(ok);
-  m_hint->setText(ok ? QString() : tr("Enter host:port, e.g. 127.0.0.1:50051"));
+  const QString problem = checkTarget(m_server->text());
+  m_buttons->button(QDialogButtonBox::Ok)->setEnabled(problem.isEmpty());
+  m_hint->setText(problem.isEmpty() ? QString()
+                                    : problem + tr("; e.g. 127.0.0.1:50051 or "
+                                                   "ipv4:10.0.0.1:50051,10.0.0.2:50051"));
 }
 
 }  // namespace attnscope::dashboard

@@ -22,7 +22,7 @@ class SettingsDialog : public QDialog {
   int maxFeedRows() const;
 
   // True for "host:port" with a port in 1..65535 (host a name, IPv4, or
-  // [IPv6]).
+  // [IPv6]) and for the gRPC targets of connection/target.h (checkTarget).
   static bool isValidAddress(const QString& address);
 
  private:
