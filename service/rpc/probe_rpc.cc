@@ -15,6 +15,9 @@ absl::StatusOr<AdmissionController::Slot> AnalyzerService::AdmitSlot(
     RequestScope& scope, const std::string& model_name) {
   const auto start = std::chrono::steady_clock::now();
   auto slot = admission_.Acquire([&] { return scope.ShouldStop(); }, scope.deadline());
+  // A client whose deadline passes while queued cancels a moment before our
+  // copy of the deadline: StopStatus tells the two apart.
+  if (!slot.ok() && scope.ShouldStop()) return scope.StopStatus("while queued for a slot");
   if (!slot.ok()) return slot.status();
   metrics_.RecordQueueWait(model_name, scope.metrics_origin(), SecondsSince(start));
   return slot;
