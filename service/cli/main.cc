@@ -21,8 +21,9 @@ Commands:
   ablate     switch heads off and measure the loss on each half of the probe
   health     ask a server's gRPC health service whether it serves (--server)
 
-With --server TARGET, analyze, generate and models run on a running
-attnscope-server instead of loading a model here; the output is the same.
+With --server TARGET, every command (tokenize, analyze with --export and
+--viewer, generate, models, heads, ablate) runs on a running attnscope-server
+instead of loading a model here; the output is the same.
 TARGET is HOST:PORT or a gRPC target URI naming several replicas, e.g.
 dns:///attnscope.example:50051 or ipv4:10.0.0.1:50051,10.0.0.2:50051;
 requests go round robin over every address (gRPC's round_robin policy).
@@ -78,14 +79,9 @@ int main(int argc, char** argv) {
   if (command == "generate") return attnscope::cli::RunGenerate(args, server);
   if (command == "models") return attnscope::cli::RunModels(args, server);
   if (command == "health") return attnscope::cli::RunHealth(args, server);
-  if (!server.empty()) {
-    std::cerr << "attnscope: --server works with analyze, generate, models and health; run '"
-              << command << "' without it\n";
-    return attnscope::cli::kExitUsage;
-  }
-  if (command == "tokenize") return attnscope::cli::RunTokenize(args);
-  if (command == "heads") return attnscope::cli::RunHeads(args);
-  if (command == "ablate") return attnscope::cli::RunAblate(args);
+  if (command == "tokenize") return attnscope::cli::RunTokenize(args, server);
+  if (command == "heads") return attnscope::cli::RunHeads(args, server);
+  if (command == "ablate") return attnscope::cli::RunAblate(args, server);
   std::cerr << "attnscope: unknown command '" << command << "'\n\n" << kHelp;
   return attnscope::cli::kExitUsage;
 }

@@ -90,6 +90,7 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
                 scope.finished());
   v1::AnalyzeEvent summary;
   *summary.mutable_summary() = SummaryToProto(run->stats, run->structure, prompt);
+  summary.mutable_summary()->set_model(model_name);
   timings.set_first_event_seconds(scope.FirstEventSeconds());
   timings.set_total_seconds(scope.ElapsedSeconds());
   *summary.mutable_summary()->mutable_timings() = std::move(timings);

@@ -44,6 +44,16 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
   grpc::Status Subscribe(grpc::ServerContext* context,
                          const attnscope::v1::SubscribeRequest* request,
                          grpc::ServerWriter<attnscope::v1::FeedEvent>* writer) override;
+  // Unary, admitted like Analyze, kept off the feed (tokenize_rpc.cc,
+  // probe_rpc.cc).
+  grpc::Status Tokenize(grpc::ServerContext* context,
+                        const attnscope::v1::TokenizeRequest* request,
+                        attnscope::v1::TokenizeResponse* response) override;
+  grpc::Status ScanHeads(grpc::ServerContext* context,
+                         const attnscope::v1::HeadScanRequest* request,
+                         attnscope::v1::HeadScanResponse* response) override;
+  grpc::Status Ablate(grpc::ServerContext* context, const attnscope::v1::AblateRequest* request,
+                      attnscope::v1::AblateResponse* response) override;
 
   // Ends every Subscribe stream and refuses new ones (before a drain: feed
   // streams never end by themselves).
@@ -55,6 +65,15 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
                           grpc::ServerWriter<attnscope::v1::AnalyzeEvent>* writer);
   absl::Status RunGenerate(RequestScope& scope, const attnscope::v1::GenerateRequest& request,
                            grpc::ServerWriter<attnscope::v1::GenerateEvent>* writer);
+  absl::Status RunTokenize(RequestScope& scope, const attnscope::v1::TokenizeRequest& request,
+                           attnscope::v1::TokenizeResponse* response);
+  absl::Status RunScanHeads(RequestScope& scope, const attnscope::v1::HeadScanRequest& request,
+                            attnscope::v1::HeadScanResponse* response);
+  absl::Status RunAblate(RequestScope& scope, const attnscope::v1::AblateRequest& request,
+                         attnscope::v1::AblateResponse* response);
+  // Waits for a compute slot (the queue wait goes to the metrics).
+  absl::StatusOr<AdmissionController::Slot> AdmitSlot(RequestScope& scope,
+                                                      const std::string& model_name);
   // What Analyze and Generate hold once admitted: a compute slot and the
   // resolved prompt.
   struct Admitted {

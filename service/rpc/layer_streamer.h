@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "attnscope/v1/attnscope.pb.h"
@@ -24,6 +25,10 @@ struct StreamOptions {
   std::vector<bool> attention_heads;   // size H when attention is requested
   attnscope::v1::TensorDtype dtype = attnscope::v1::TENSOR_DTYPE_FLOAT32;
   int64_t chunk_bytes = 1 << 20;  // at most this much data per TensorChunk
+  // Every hidden state (TensorChunks "hidden_state", layer = state 0..L) and
+  // the logits (TensorChunks "logits"), float32, as they are published.
+  bool hidden_states = false;
+  bool logits = false;
 };
 
 class LayerStreamer : public model::ForwardObserver {
@@ -38,6 +43,7 @@ class LayerStreamer : public model::ForwardObserver {
   void OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
                      int64_t width) override;
   void OnAttention(const model::AttentionBlock& block) override;
+  void OnLogits(int sequence, const float* logits, int64_t num_tokens, int64_t vocab) override;
 
   // True once an Emit failed; the caller's should_stop should then fire.
   bool failed() const { return failed_; }
@@ -49,6 +55,10 @@ class LayerStreamer : public model::ForwardObserver {
   void CopyRows(const model::AttentionBlock& block, int64_t head, char* tensor) const;
   void EmitLayer(int layer, const std::vector<double>* norms);
   void EmitTensors(int layer);
+  // `bytes` bytes at `data` as TensorChunks of at most chunk_bytes each.
+  void EmitChunks(const std::string& name, int layer, int64_t head,
+                  const std::vector<int64_t>& shape, attnscope::v1::TensorDtype dtype,
+                  const char* data, int64_t bytes);
   void Send(const attnscope::v1::AnalyzeEvent& event);
 
   const int64_t num_layers_;

@@ -158,6 +158,16 @@ absl::StatusOr<engine::Prompt> ResolvePrompt(const PromptInput& input,
   return prompt;
 }
 
+absl::StatusOr<engine::Prompt> TokenizePrompt(const PromptInput& input,
+                                              const engine::ModelBundle& bundle,
+                                              const std::string& model_name) {
+  if (input.text != nullptr) {
+    return PromptFromText(*input.text, bundle, model_name, input.add_special_tokens);
+  }
+  if (input.chat != nullptr) return PromptFromChat(*input.chat, bundle, model_name);
+  return absl::InvalidArgumentError("prompt: neither text nor chat was given; set one of them");
+}
+
 absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
                                          const engine::ModelBundle& bundle,
                                          const std::string& model_name, int64_t chunk_bytes) {
@@ -182,6 +192,8 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
   plan.settings.query_block_size = o.query_block_size();
   plan.stream.hidden_state_norms = !o.has_hidden_state_norms() || o.hidden_state_norms();
   plan.stream.chunk_bytes = chunk_bytes;
+  plan.stream.hidden_states = o.return_hidden_states();
+  plan.stream.logits = o.return_logits();
   ATTNSCOPE_RETURN_IF_ERROR(PlanAttention(o, bundle.config(), model_name, &plan.stream));
   return plan;
 }

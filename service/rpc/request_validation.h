@@ -34,6 +34,15 @@ PromptInput PromptOf(const Request& request) {
   return in;
 }
 
+// A Tokenize request has no ids.
+inline PromptInput PromptOf(const attnscope::v1::TokenizeRequest& request) {
+  PromptInput in;
+  if (request.prompt_case() == attnscope::v1::TokenizeRequest::kText) in.text = &request.text();
+  if (request.prompt_case() == attnscope::v1::TokenizeRequest::kChat) in.chat = &request.chat();
+  if (request.has_add_special_tokens()) in.add_special_tokens = request.add_special_tokens();
+  return in;
+}
+
 // The prompt checked and resolved against the model `model_name`: exactly one
 // of text (non-empty, valid UTF-8, the model has a tokenizer), ids
 // (non-empty, within the vocabulary) or chat (at least one message, each
@@ -44,6 +53,13 @@ absl::StatusOr<engine::Prompt> ResolvePrompt(const PromptInput& input,
                                              const engine::ModelBundle& bundle,
                                              const std::string& model_name,
                                              int64_t max_prompt_tokens);
+
+// The text or chat of `input` through the model's tokenizer (and chat
+// template), checked as ResolvePrompt does but with no limit on the token
+// count (nothing runs the model). InvalidArgument for ids or no prompt.
+absl::StatusOr<engine::Prompt> TokenizePrompt(const PromptInput& input,
+                                              const engine::ModelBundle& bundle,
+                                              const std::string& model_name);
 
 // What an Analyze request asks for. Checks threshold (finite), template,
 // query_block_size (>= 0), attention layers and heads (within the model) and

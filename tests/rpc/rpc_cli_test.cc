@@ -127,11 +127,12 @@ TEST_F(RpcCliTest, WaitingLineAndDeadline) {
 
 TEST_F(RpcCliTest, LocalOnlyFlagsAreUsageErrorsWithServer) {
   StartServer();
-  CliResult r = RunCli({"--server", server_->address(), "analyze", "--text", "hi", "--export",
-                        "/tmp/x.safetensors"});
+  // --threads sizes the local thread pool: meaningless with --server.
+  CliResult r = RunCli({"--server", server_->address(), "analyze", "--text", "hi", "--threads",
+                        "2"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--export works only without --server"));
-  r = RunCli({"--server", server_->address(), "tokenize", "--text", "hi"});
+  EXPECT_THAT(r.err, HasSubstr("--threads works only without --server"));
+  r = RunCli({"--server", server_->address(), "ablate", "--heads", "1.1", "--threads", "2"});
   EXPECT_EQ(r.exit_code, 2);
   r = RunCli({"--server"});
   EXPECT_EQ(r.exit_code, 2);
