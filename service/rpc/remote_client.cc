@@ -13,6 +13,7 @@
 #include "service/rpc/client_channel.h"
 #include "service/rpc/proto_convert.h"
 #include "service/rpc/status_codes.h"
+#include "service/rpc/transport_security.h"
 
 namespace attnscope::rpc {
 namespace {
@@ -92,6 +93,8 @@ void ApplyDeadline(const CallOptions& options, grpc::ClientContext* context) {
 
 struct RemoteClient::Impl {
   std::string target;
+  ClientSecurity security;
+  absl::Status setup;  // why no channel could be made (an unreadable file)
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Analyzer::Stub> stub;
 
@@ -105,7 +108,7 @@ struct RemoteClient::Impl {
           "' is not a gRPC target: use HOST:PORT, dns:///HOST:PORT or "
           "ipv4:ADDR:PORT,ADDR:PORT,... (gRPC logs the reason above)");
     }
-    return FromGrpcStatus(status);
+    return ExplainTransportError(FromGrpcStatus(status), security);
   }
 
   CallOptions call_options;
@@ -113,15 +116,24 @@ struct RemoteClient::Impl {
 
 void RemoteClient::SetCallOptions(CallOptions options) { impl_->call_options = std::move(options); }
 
-RemoteClient::RemoteClient(const std::string& target) : impl_(std::make_unique<Impl>()) {
+RemoteClient::RemoteClient(const std::string& target, ClientSecurity security)
+    : impl_(std::make_unique<Impl>()) {
   impl_->target = target;
-  impl_->channel = CreateClientChannel(target);
+  impl_->security = std::move(security);
+  auto channel = CreateClientChannel(target, impl_->security);
+  if (!channel.ok()) {
+    // Calls still need a channel to fail on; they return the reason first.
+    impl_->setup = channel.status();
+    channel = CreateClientChannel(target);
+  }
+  impl_->channel = *std::move(channel);
   impl_->stub = v1::Analyzer::NewStub(impl_->channel);
 }
 
 RemoteClient::~RemoteClient() = default;
 
 absl::StatusOr<std::vector<ModelDescription>> RemoteClient::ListModels() {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   grpc::ClientContext context;
   v1::ListModelsResponse response;
   ATTNSCOPE_RETURN_IF_ERROR(
@@ -133,6 +145,7 @@ absl::StatusOr<std::vector<ModelDescription>> RemoteClient::ListModels() {
 
 absl::StatusOr<std::string> RemoteClient::CheckHealth(const std::string& service,
                                                       double timeout_seconds) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6)));
@@ -146,6 +159,7 @@ absl::StatusOr<std::string> RemoteClient::CheckHealth(const std::string& service
 
 absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Analyze(
     const std::string& model, const PromptSpec& prompt, const engine::AnalysisSettings& settings) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   v1::AnalyzeRequest request;
   request.set_model(model);
   SetPrompt(prompt, &request);
@@ -184,6 +198,7 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
 absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model,
                                                         const PromptSpec& prompt,
                                                         const engine::GenerationSettings& s) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   v1::GenerateRequest request;
   request.set_model(model);
   SetPrompt(prompt, &request);
