@@ -27,6 +27,7 @@ struct Connection::Calls {
   std::shared_ptr<grpc::ClientContext> probe;         // the attempt's ListModels
   std::shared_ptr<grpc::ClientContext> subscription;  // the attempt's Subscribe
   std::map<quint64, std::shared_ptr<grpc::ClientContext>> requests;
+  ConnectionSecurity security;  // the attempt's, for its error hints
 
   std::shared_ptr<AnalyzerStub> currentStub() {
     std::lock_guard<std::mutex> lock(mutex);
@@ -134,9 +135,20 @@ void Connection::startAttempt() {
   if (m_address.isEmpty()) return;
   const quint64 generation = ++m_generation;
   setState(m_everConnected ? State::Reconnecting : State::Connecting, m_address);
+  QString error;
+  auto stub = makeStub(m_address, m_options.maxBackoffMs, m_options.security, &error);
+  if (!stub) {
+    // A TLS or token file that cannot be read: retried like a server that
+    // does not answer, so fixing the file is enough.
+    QMetaObject::invokeMethod(
+        this, [this, generation, error] { onSubscriptionEnded(generation, error); },
+        Qt::QueuedConnection);
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(m_calls->mutex);
-    m_calls->stub = makeStub(m_address, m_options.maxBackoffMs);
+    m_calls->stub = std::move(stub);
+    m_calls->security = m_options.security;
     m_calls->probe = std::make_shared<grpc::ClientContext>();
     m_calls->subscription = std::make_shared<grpc::ClientContext>();
   }
@@ -148,10 +160,12 @@ void Connection::runSubscription(quint64 generation) {
   std::shared_ptr<AnalyzerStub> stub;
   std::shared_ptr<grpc::ClientContext> probeContext;
   std::shared_ptr<grpc::ClientContext> context;
+  ConnectionSecurity security;
   {
     std::lock_guard<std::mutex> lock(m_calls->mutex);
     if (generation != m_generation.load()) return;  // superseded before it began
     stub = m_calls->stub;
+    security = m_calls->security;
     probeContext = m_calls->probe;
     context = m_calls->subscription;
   }
@@ -164,7 +178,7 @@ void Connection::runSubscription(quint64 generation) {
   v1::ListModelsResponse models;
   const grpc::Status probe =
       listModels(*stub, probeContext.get(), m_options.probeTimeoutMs, &models);
-  if (!probe.ok()) return report(describeStatus(probe));
+  if (!probe.ok()) return report(describeConnectError(probe, security));
   v1::SubscribeRequest request;
   request.set_include_token_entropy(true);
   const grpc::Status status = runSubscribe(
