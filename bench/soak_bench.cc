@@ -244,35 +244,50 @@ void Report(Tally& tally, double seconds) {
   }
 }
 
-int Run(int argc, char** argv) {
-  double seconds = 60, warmup = 10;
+struct SoakOptions {
+  double seconds = 60;
+  double warmup = 10;
   int64_t max_requests = 1000000;
-  std::vector<std::string> server_flags;
+  std::vector<std::string> server_flags;  // after "--"
+};
+
+// False (with the usage on stderr) for an unknown flag or a value out of
+// range.
+bool ParseOptions(int argc, char** argv, SoakOptions* o) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") {
-      server_flags.assign(argv + i + 1, argv + argc);
+      o->server_flags.assign(argv + i + 1, argv + argc);
       break;
     }
     if (arg == "--seconds" && i + 1 < argc) {
-      seconds = std::atof(argv[++i]);
+      o->seconds = std::atof(argv[++i]);
     } else if (arg == "--warmup" && i + 1 < argc) {
-      warmup = std::atof(argv[++i]);
+      o->warmup = std::atof(argv[++i]);
     } else if (arg == "--max-requests" && i + 1 < argc) {
-      max_requests = std::atoll(argv[++i]);
+      o->max_requests = std::atoll(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: soak_bench [--seconds S] [--max-requests N] [-- flags]\n");
-      return 2;
+      o->seconds = -1;
+      break;
     }
   }
-  if (!(seconds >= 1 && seconds <= 600) || !(warmup >= 0 && warmup <= 120) ||
-      max_requests < 1 || max_requests > 10000000) {
-    std::fprintf(stderr, "soak_bench: --seconds must be in [1, 600], --warmup in [0, 120], "
-                         "--max-requests in [1, 10000000]\n");
-    return 2;
+  if (!(o->seconds >= 1 && o->seconds <= 600) || !(o->warmup >= 0 && o->warmup <= 120) ||
+      o->max_requests < 1 || o->max_requests > 10000000) {
+    std::fprintf(stderr,
+                 "usage: soak_bench [--seconds S in [1, 600]] [--warmup W in [0, 120]] "
+                 "[--max-requests N in [1, 10000000]] [-- server flags]\n");
+    return false;
   }
+  return true;
+}
+
+int Run(int argc, char** argv) {
+  SoakOptions options;
+  if (!ParseOptions(argc, argv, &options)) return 2;
+  const double seconds = options.seconds, warmup = options.warmup;
+  const int64_t max_requests = options.max_requests;
   Server server;
-  if (!server.Start(server_flags)) {
+  if (!server.Start(options.server_flags)) {
     std::fprintf(stderr, "soak_bench: attnscope-server did not start\n");
     return 1;
   }
