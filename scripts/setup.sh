@@ -16,6 +16,7 @@ PACKAGES=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev zlib1g-dev
+  openssl
   chromium
 )
 

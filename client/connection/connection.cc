@@ -104,7 +104,11 @@ void Connection::connectTo(const QString& target) {
     Q_EMIT stateChanged(State::Disconnected, QStringLiteral("no server address"));
     return;
   }
-  m_requests->setStub(makeStub(m_target, m_options.maxBackoffMs, /*roundRobin=*/true));
+  // A TLS or token file that cannot be read leaves no stub: requests say
+  // "not connected" and every replica's feed shows the reason as it retries.
+  QString error;
+  m_requests->setStub(
+      makeStub(m_target, m_options.maxBackoffMs, m_options.security, &error, /*roundRobin=*/true));
   m_state.store(int(State::Connecting));
   Q_EMIT stateChanged(State::Connecting, m_target);
   resolve();

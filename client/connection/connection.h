@@ -24,6 +24,23 @@ class QTimer;
 
 namespace attnscope::dashboard {
 
+// TLS and the bearer token of a connection, as file paths (what the
+// dashboard persists). The token is read from tokenFile at every attempt
+// (a rotated token is picked up on reconnect) and never kept in settings;
+// without tokenFile, $ATTNSCOPE_TOKEN is sent when set. All empty: plaintext.
+struct ConnectionSecurity {
+  QString caFile;     // PEM CA that signs the server's certificate: TLS on
+  QString certFile;   // PEM client certificate for mutual TLS
+  QString keyFile;    // its PEM private key
+  QString tokenFile;  // first line: the bearer token
+
+  bool operator==(const ConnectionSecurity& other) const {
+    return caFile == other.caFile && certFile == other.certFile && keyFile == other.keyFile &&
+           tokenFile == other.tokenFile;
+  }
+  bool operator!=(const ConnectionSecurity& other) const { return !(*this == other); }
+};
+
 struct ConnectionOptions {
   int initialBackoffMs = 250;  // first reconnect delay, doubled per failure
   int maxBackoffMs = 8000;     // cap on that delay
@@ -33,6 +50,7 @@ struct ConnectionOptions {
   // a pool thread. Tests give one whose answers change, as a scaled
   // Deployment's DNS does.
   std::function<ResolvedTarget(const QString& target)> resolver;
+  ConnectionSecurity security;  // changed later with setSecurity
 };
 
 // Lives on a worker QThread: call its slots through queued connections or
@@ -60,6 +78,11 @@ class Connection : public QObject {
   explicit Connection(ConnectionOptions options = {}, QObject* parent = nullptr);
   // Cancels every call and waits for the pool threads.
   ~Connection() override;
+
+  // TLS and token for the following connectTo calls (call it on the
+  // connection's thread, like the slots). A file that cannot be read makes
+  // each attempt fail with the reason in stateChanged's detail.
+  void setSecurity(const ConnectionSecurity& security) { m_options.security = security; }
 
   // Thread-safe.
   State state() const { return static_cast<State>(m_state.load()); }

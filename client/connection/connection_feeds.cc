@@ -107,11 +107,27 @@ void Connection::startAttempt(const QString& label) {
   auto attempt = std::make_shared<Attempt>();
   attempt->id = ++m_nextAttempt;
   attempt->label = label;
-  attempt->stub = makeStub(feed->replica.channelTarget, m_options.maxBackoffMs);
+  QString error;
+  attempt->stub = makeStub(feed->replica.channelTarget, m_options.maxBackoffMs,
+                           m_options.security, &error);
+  attempt->security = m_options.security;
   feed->attempt = attempt;
   ++m_attemptsStarted;
   setFeedState(feed, feed->everConnected ? State::Reconnecting : State::Connecting, label);
   ++m_tasks;
+  if (!attempt->stub) {
+    // A TLS or token file that cannot be read: retried like a server that
+    // does not answer, so fixing the file is enough.
+    const quint64 id = attempt->id;
+    QMetaObject::invokeMethod(
+        this,
+        [this, label, id, error] {
+          onFeedEnded(label, id, error);
+          onTaskEnded();
+        },
+        Qt::QueuedConnection);
+    return;
+  }
   m_pool->start([this, attempt] { runFeed(attempt); });
 }
 
@@ -131,7 +147,7 @@ void Connection::runFeed(std::shared_ptr<Attempt> attempt) {
   v1::ListModelsResponse models;
   const grpc::Status probe =
       listModels(*attempt->stub, &attempt->probe, m_options.probeTimeoutMs, &models);
-  if (!probe.ok()) return report(describeStatus(probe));
+  if (!probe.ok()) return report(describeConnectError(probe, attempt->security));
   v1::SubscribeRequest request;
   request.set_include_token_entropy(true);
   const grpc::Status status = runSubscribe(

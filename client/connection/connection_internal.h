@@ -20,6 +20,7 @@ struct Connection::Attempt {
   quint64 id = 0;  // unique over all replicas
   QString label;
   std::shared_ptr<AnalyzerStub> stub;
+  ConnectionSecurity security;       // the attempt's, for its error hints
   grpc::ClientContext probe;         // the attempt's ListModels
   grpc::ClientContext subscription;  // the attempt's Subscribe
   std::atomic<bool> live{true};

@@ -37,11 +37,35 @@ QGroupBox* framed(const QString& title, QWidget* content) {
   return box;
 }
 
+// The security settings last used: file paths only.
+ConnectionSecurity storedSecurity() {
+  QSettings settings;
+  ConnectionSecurity security;
+  security.caFile = settings.value(QStringLiteral("server/tlsCaFile")).toString();
+  security.certFile = settings.value(QStringLiteral("server/tlsCertFile")).toString();
+  security.keyFile = settings.value(QStringLiteral("server/tlsKeyFile")).toString();
+  security.tokenFile = settings.value(QStringLiteral("server/tokenFile")).toString();
+  return security;
+}
+
+void storeSecurity(const ConnectionSecurity& security) {
+  QSettings settings;
+  settings.setValue(QStringLiteral("server/tlsCaFile"), security.caFile);
+  settings.setValue(QStringLiteral("server/tlsCertFile"), security.certFile);
+  settings.setValue(QStringLiteral("server/tlsKeyFile"), security.keyFile);
+  settings.setValue(QStringLiteral("server/tokenFile"), security.tokenFile);
+}
+
+ConnectionOptions withStoredSecurity(ConnectionOptions options) {
+  if (options.security == ConnectionSecurity()) options.security = storedSecurity();
+  return options;
+}
+
 }  // namespace
 
 MainWindow::MainWindow(const QString& server, ConnectionOptions options, QWidget* parent)
     : QMainWindow(parent),
-      m_connection(new Connection(options)),
+      m_connection(new Connection(withStoredSecurity(options))),
       m_feed(new FeedModel(this)),
       m_analysis(new PromptAnalysis(this)) {
   setObjectName(QStringLiteral("mainWindow"));
@@ -54,6 +78,10 @@ MainWindow::MainWindow(const QString& server, ConnectionOptions options, QWidget
   buildActions();
   wireConnection();
   restoreSettings();
+  // Given explicitly (the command line, a test): remembered like a choice
+  // made in Settings.
+  if (options.security != ConnectionSecurity()) storeSecurity(options.security);
+  m_security = withStoredSecurity(options).security;
   const QString last = QSettings().value(QStringLiteral("server/address")).toString();
   setServerAddress(!server.isEmpty() ? server
                    : !last.isEmpty() ? last
@@ -147,6 +175,20 @@ void MainWindow::setServerAddress(const QString& address) {
   const QString server = m_server;
   QMetaObject::invokeMethod(
       connection, [connection, server] { connection->connectTo(server); }, Qt::QueuedConnection);
+}
+
+void MainWindow::setSecurity(const ConnectionSecurity& security) {
+  m_security = security;
+  storeSecurity(security);
+  Connection* connection = m_connection;
+  const QString server = m_server;
+  QMetaObject::invokeMethod(
+      connection,
+      [connection, server, security] {
+        connection->setSecurity(security);
+        connection->connectTo(server);
+      },
+      Qt::QueuedConnection);
 }
 
 void MainWindow::onStateChanged(Connection::State state, const QString& detail) {

@@ -31,8 +31,9 @@ class TrendChart;
 // heatmap is fetched on demand with the row's own options, marked as the
 // dashboard's own request (origin DASHBOARD), which the feed does not show
 // and the metrics count apart.
-// Persists the server address, window geometry and splitter states with
-// QSettings (organization "attnscope", application "dashboard").
+// Persists the server address, the TLS and token file paths (never the
+// token), window geometry and splitter states with QSettings (organization
+// "attnscope", application "dashboard").
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
@@ -41,13 +42,15 @@ class MainWindow : public QMainWindow {
 
   // server: host:port or a gRPC target of several replicas (dns:///h:p,
   // ipv4:a:p,b:p; see connection/target.h); empty: the last server used
-  // (QSettings), else kDefaultServer. Connects at once. The feed merges the
+  // (QSettings), else kDefaultServer. options.security all empty: the TLS and
+  // token files last used (QSettings). Connects at once. The feed merges the
   // feeds of every replica; the Replica column shows which served a row.
   explicit MainWindow(const QString& server = QString(), ConnectionOptions options = {},
                       QWidget* parent = nullptr);
   ~MainWindow() override;
 
   QString serverAddress() const { return m_server; }
+  ConnectionSecurity security() const { return m_security; }
   // As last reported by the connection (queued, so it lags a little).
   Connection::State connectionState() const { return m_state; }
   // Feed subscriptions so far over all replicas: 1 per replica after
@@ -75,6 +78,8 @@ class MainWindow : public QMainWindow {
  public Q_SLOTS:
   // Reconnects to host:port (or a target) and remembers it.
   void setServerAddress(const QString& address);
+  // Remembers the TLS and token file paths and reconnects with them.
+  void setSecurity(const attnscope::dashboard::ConnectionSecurity& security);
   // Runs Analyze (a user request; token ids instead of the text when given)
   // and shows it; the heatmap's head is fetched once the summary is in.
   void analyzePrompt(const QString& text, const QString& model = QString(),
@@ -160,6 +165,7 @@ class MainWindow : public QMainWindow {
   QSplitter* m_mainSplitter = nullptr;
   QSplitter* m_leftSplitter = nullptr;
   QString m_server;
+  ConnectionSecurity m_security;
   Connection::State m_state = Connection::State::Disconnected;
   int m_subscriptions = 0;
   QStringList m_replicas;

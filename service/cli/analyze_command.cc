@@ -195,7 +195,7 @@ int RunRemote(const AnalyzeArgs& a, const std::string& server) {
   if (!local_only.ok()) return UsageError("analyze", local_only);
   auto prompt = PromptSpecFromFlags(a.flags);
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
-  rpc::RemoteClient client(server);
+  rpc::RemoteClient client(server, RemoteSecurity());
   client.SetCallOptions(RemoteCallOptions("analyze", server, a.deadline));
   std::string model;
   auto remote = client.Analyze(RemoteModelName(a.flags), *prompt, a.settings, &model);

@@ -160,7 +160,7 @@ int RunRemote(const GenerateArgs& a, const std::string& server) {
   }
   auto prompt = PromptSpecFromFlags(a.flags);
   if (!prompt.ok()) return RuntimeError("generate", prompt.status());
-  rpc::RemoteClient client(server);
+  rpc::RemoteClient client(server, RemoteSecurity());
   client.SetCallOptions(RemoteCallOptions("generate", server, a.deadline));
   auto remote = client.Generate(RemoteModelName(a.flags), *prompt, a.settings);
   if (!remote.ok()) return RuntimeError("generate", ExplainDeadline(remote.status(), a.deadline));

@@ -59,6 +59,8 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
                              AdmitAndTokenize(scope, *bundle, model_name, PromptOf(request),
                                               &timings));
   const engine::Prompt& prompt = admitted.prompt;
+  ATTNSCOPE_RETURN_IF_ERROR(CheckAttentionBytes(
+      plan.stream, static_cast<int64_t>(prompt.ids.size()), config_.max_attention_bytes));
   scope.Started(model_name, prompt.text, prompt.ids);
 
   // The feed's finished event carries the tokens, layers and summary, so a

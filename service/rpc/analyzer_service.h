@@ -5,11 +5,14 @@
 // feed and recorded in the metrics.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "attnscope/v1/attnscope.grpc.pb.h"
 #include "service/metrics/service_metrics.h"
 #include "service/rpc/admission.h"
+#include "service/rpc/client_streams.h"
 #include "service/rpc/feed_hub.h"
 #include "service/rpc/model_registry.h"
 #include "service/rpc/request_scope.h"
@@ -24,6 +27,11 @@ struct ServiceConfig {
   int64_t tensor_chunk_bytes = 1 << 20;  // TensorChunk data size, at most 1 MiB
   int max_subscribers = 64;
   size_t feed_queue = 256;  // events buffered per subscriber before dropping
+  int64_t max_new_tokens = 1024;  // per Generate request; 0: only the model's positions
+  int64_t max_attention_bytes = int64_t{256} << 20;  // raw attention per Analyze; 0: no limit
+  int max_streams_per_client = 32;  // Analyze+Generate+Subscribe open per client host; 0: none
+  int64_t max_message_bytes = 4 << 20;  // largest request message
+  std::string auth_token;  // non-empty: every Analyzer call must carry it as a bearer token
 };
 
 class AnalyzerService final : public attnscope::v1::Analyzer::Service {
@@ -74,6 +82,17 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
   // Waits for a compute slot (the queue wait goes to the metrics).
   absl::StatusOr<AdmissionController::Slot> AdmitSlot(RequestScope& scope,
                                                       const std::string& model_name);
+  // Checks that come before anything else, in this order: the bearer token
+  // (Unauthenticated), the request's size (`request_bytes`) and, for
+  // streams (`lease` not null), the client's open streams (ResourceExhausted).
+  // A refused call is counted in the metrics under `rpc` but never announced
+  // on the feed: an unauthenticated client must not be able to write to the
+  // dashboards.
+  absl::Status Gate(grpc::ServerContext* context, size_t request_bytes,
+                    ClientStreams::Lease* lease);
+  // Ends a call Gate refused: records it and returns the gRPC status.
+  grpc::Status Refused(const std::string& rpc, const absl::Status& status,
+                       std::chrono::steady_clock::time_point start);
   // What Analyze and Generate hold once admitted: a compute slot and the
   // resolved prompt.
   struct Admitted {
@@ -91,6 +110,7 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
   metrics::ServiceMetrics& metrics_;
   const ServiceConfig config_;
   AdmissionController admission_;
+  ClientStreams client_streams_;
   FeedHub feed_;
 };
 

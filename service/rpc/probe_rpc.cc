@@ -26,6 +26,10 @@ absl::StatusOr<AdmissionController::Slot> AnalyzerService::AdmitSlot(
 grpc::Status AnalyzerService::ScanHeads(grpc::ServerContext* context,
                                         const v1::HeadScanRequest* request,
                                         v1::HeadScanResponse* response) {
+  // The bearer token and the message size, as for every other call.
+  if (absl::Status refused = Gate(context, request->ByteSizeLong(), nullptr); !refused.ok()) {
+    return Refused("ScanHeads", refused, std::chrono::steady_clock::now());
+  }
   RequestScope scope("ScanHeads", context, metrics_, feed_);
   scope.KeepOffFeed();
   return scope.Finish(RunScanHeads(scope, *request, response));
@@ -34,6 +38,10 @@ grpc::Status AnalyzerService::ScanHeads(grpc::ServerContext* context,
 grpc::Status AnalyzerService::Ablate(grpc::ServerContext* context,
                                      const v1::AblateRequest* request,
                                      v1::AblateResponse* response) {
+  // The bearer token and the message size, as for every other call.
+  if (absl::Status refused = Gate(context, request->ByteSizeLong(), nullptr); !refused.ok()) {
+    return Refused("Ablate", refused, std::chrono::steady_clock::now());
+  }
   RequestScope scope("Ablate", context, metrics_, feed_);
   scope.KeepOffFeed();
   return scope.Finish(RunAblate(scope, *request, response));

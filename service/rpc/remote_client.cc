@@ -15,6 +15,7 @@
 #include "service/rpc/proto_convert.h"
 #include "service/rpc/remote_tensors.h"
 #include "service/rpc/status_codes.h"
+#include "service/rpc/transport_security.h"
 
 namespace attnscope::rpc {
 namespace {
@@ -127,6 +128,8 @@ void ApplyDeadline(const CallOptions& options, grpc::ClientContext* context) {
 
 struct RemoteClient::Impl {
   std::string target;
+  ClientSecurity security;
+  absl::Status setup;  // why no channel could be made (an unreadable file)
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Analyzer::Stub> stub;
 
@@ -140,7 +143,7 @@ struct RemoteClient::Impl {
           "' is not a gRPC target: use HOST:PORT, dns:///HOST:PORT or "
           "ipv4:ADDR:PORT,ADDR:PORT,... (gRPC logs the reason above)");
     }
-    return FromGrpcStatus(status);
+    return ExplainTransportError(FromGrpcStatus(status), security);
   }
 
   CallOptions call_options;
@@ -148,6 +151,7 @@ struct RemoteClient::Impl {
   // A unary call with the call options: the deadline, and the waiting line
   // when no answer came within slow_start_seconds.
   absl::Status Unary(const std::function<grpc::Status(grpc::ClientContext*)>& call) const {
+    ATTNSCOPE_RETURN_IF_ERROR(setup);
     grpc::ClientContext context;
     ApplyDeadline(call_options, &context);
     FirstEventWatch watch(call_options.slow_start_seconds, call_options.on_slow_start);
@@ -159,15 +163,24 @@ struct RemoteClient::Impl {
 
 void RemoteClient::SetCallOptions(CallOptions options) { impl_->call_options = std::move(options); }
 
-RemoteClient::RemoteClient(const std::string& target) : impl_(std::make_unique<Impl>()) {
+RemoteClient::RemoteClient(const std::string& target, ClientSecurity security)
+    : impl_(std::make_unique<Impl>()) {
   impl_->target = target;
-  impl_->channel = CreateClientChannel(target);
+  impl_->security = std::move(security);
+  auto channel = CreateClientChannel(target, impl_->security);
+  if (!channel.ok()) {
+    // Calls still need a channel to fail on; they return the reason first.
+    impl_->setup = channel.status();
+    channel = CreateClientChannel(target);
+  }
+  impl_->channel = *std::move(channel);
   impl_->stub = v1::Analyzer::NewStub(impl_->channel);
 }
 
 RemoteClient::~RemoteClient() = default;
 
 absl::StatusOr<std::vector<ModelDescription>> RemoteClient::ListModels() {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   grpc::ClientContext context;
   v1::ListModelsResponse response;
   ATTNSCOPE_RETURN_IF_ERROR(
@@ -179,6 +192,7 @@ absl::StatusOr<std::vector<ModelDescription>> RemoteClient::ListModels() {
 
 absl::StatusOr<std::string> RemoteClient::CheckHealth(const std::string& service,
                                                       double timeout_seconds) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6)));
@@ -193,6 +207,7 @@ absl::StatusOr<std::string> RemoteClient::CheckHealth(const std::string& service
 absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Analyze(
     const std::string& model, const PromptSpec& prompt, const engine::AnalysisSettings& settings,
     std::string* served_model) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   v1::AnalyzeRequest request;
   request.set_model(model);
   SetPrompt(prompt, &request);
@@ -297,6 +312,7 @@ absl::StatusOr<RemoteAblation> RemoteClient::Ablate(const std::string& model,
 absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model,
                                                         const PromptSpec& prompt,
                                                         const engine::GenerationSettings& s) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   v1::GenerateRequest request;
   request.set_model(model);
   SetPrompt(prompt, &request);

@@ -17,6 +17,7 @@
 #include "service/engine/generation.h"
 #include "service/engine/head_scan.h"
 #include "service/engine/prompt.h"
+#include "service/rpc/client_security.h"
 #include "service/rpc/model_description.h"
 
 namespace attnscope::rpc {
@@ -74,14 +75,16 @@ class RemoteClient {
   // `target` is host:port or any gRPC target URI (dns:///host:port,
   // ipv4:a:p1,b:p2, ...); calls are spread over every address it resolves to
   // with gRPC's round_robin policy (see client_channel.h). Nothing is sent
-  // until the first call.
-  explicit RemoteClient(const std::string& target);
+  // until the first call. `security` adds TLS and the bearer token; when one
+  // of its files cannot be read, every call fails with that InvalidArgument.
+  explicit RemoteClient(const std::string& target, ClientSecurity security = {});
   ~RemoteClient();
 
   // Applies to the following calls (all but ListModels and CheckHealth).
   void SetCallOptions(CallOptions options);
 
-  // Errors: the gRPC status with the message "CODE_NAME: message".
+  // Errors: the gRPC status with the message "CODE_NAME: message" (a failure
+  // to connect with a hint about TLS, see ExplainTransportError).
   absl::StatusOr<std::vector<ModelDescription>> ListModels();
 
   // grpc.health.v1 Check of `service` ("" = the whole server) with a

@@ -198,6 +198,40 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
   return plan;
 }
 
+absl::Status CheckAttentionBytes(const StreamOptions& stream, int64_t num_tokens,
+                                 int64_t max_bytes) {
+  int64_t layers = 0, heads = 0;
+  for (bool wanted : stream.attention_layers) layers += wanted ? 1 : 0;
+  for (bool wanted : stream.attention_heads) heads += wanted ? 1 : 0;
+  const int64_t element = stream.dtype == v1::TENSOR_DTYPE_FLOAT16 ? 2 : 4;
+  // In double: 1e6 tokens squared times a few hundred heads overflows int64.
+  const double bytes = static_cast<double>(layers) * static_cast<double>(heads) *
+                       static_cast<double>(num_tokens) * static_cast<double>(num_tokens) *
+                       static_cast<double>(element);
+  if (max_bytes <= 0 || bytes <= static_cast<double>(max_bytes)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "options.return_attention: ", layers, " layers x ", heads, " heads x ", num_tokens, "^2 x ",
+      element, " bytes = ", static_cast<int64_t>(bytes),
+      " bytes is over the server's limit of ", max_bytes,
+      " attention bytes per response (--max-attention-bytes); select fewer "
+      "options.attention_layers or options.attention_heads, use TENSOR_DTYPE_FLOAT16, or send a "
+      "shorter prompt"));
+}
+
+absl::Status CheckNewTokenLimit(int64_t max_new_tokens, int64_t limit) {
+  if (limit <= 0 || max_new_tokens <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "max_new_tokens: ", max_new_tokens, " is over the server's limit of ", limit,
+      " generated tokens (--max-new-tokens); ask for at most ", limit));
+}
+
+absl::Status CheckMessageSize(size_t bytes, int64_t max_bytes) {
+  if (static_cast<int64_t>(bytes) <= max_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "request: ", bytes, " bytes is over the server's limit of ", max_bytes,
+      " bytes per request message (--max-message-bytes); send a shorter prompt"));
+}
+
 engine::GenerationSettings GenerationSettingsOf(const v1::GenerateRequest& r) {
   engine::GenerationSettings s;
   s.max_new_tokens = r.max_new_tokens();

@@ -72,6 +72,22 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const attnscope::v1::AnalyzeOptions& op
                                          const engine::ModelBundle& bundle,
                                          const std::string& model_name, int64_t chunk_bytes);
 
+// The raw attention bytes `stream` asks for on a prompt of `num_tokens`
+// tokens: selected layers x selected heads x T x T x the dtype's size (0
+// when no attention is requested). InvalidArgument naming the limit, the
+// flag --max-attention-bytes and how to ask for less when over
+// `max_bytes` (0: no limit).
+absl::Status CheckAttentionBytes(const StreamOptions& stream, int64_t num_tokens,
+                                 int64_t max_bytes);
+
+// InvalidArgument naming max_new_tokens, the value, the limit and
+// --max-new-tokens when `max_new_tokens` is over `limit` (0: no limit).
+absl::Status CheckNewTokenLimit(int64_t max_new_tokens, int64_t limit);
+
+// ResourceExhausted naming the size, the limit and --max-message-bytes
+// when a request's serialized size is over `max_bytes`.
+absl::Status CheckMessageSize(size_t bytes, int64_t max_bytes);
+
 // The generation settings of a request (num_alternatives unset: 5,
 // stop_at_eos unset: true). Range checks are engine::ValidateGenerationSettings'.
 engine::GenerationSettings GenerationSettingsOf(const attnscope::v1::GenerateRequest& request);

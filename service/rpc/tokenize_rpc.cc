@@ -1,6 +1,7 @@
 // AnalyzerService::Tokenize: a prompt through the model's tokenizer (and chat
 // template), admitted like Analyze, kept off the feed. No forward pass, so
 // neither the model's positions nor --max-prompt-tokens limit it.
+#include <chrono>
 #include <utility>
 
 #include "service/core/status_macros.h"
@@ -12,6 +13,10 @@ namespace attnscope::rpc {
 grpc::Status AnalyzerService::Tokenize(grpc::ServerContext* context,
                                        const v1::TokenizeRequest* request,
                                        v1::TokenizeResponse* response) {
+  // The bearer token and the message size, as for every other call.
+  if (absl::Status refused = Gate(context, request->ByteSizeLong(), nullptr); !refused.ok()) {
+    return Refused("Tokenize", refused, std::chrono::steady_clock::now());
+  }
   RequestScope scope("Tokenize", context, metrics_, feed_);
   scope.KeepOffFeed();
   return scope.Finish(RunTokenize(scope, *request, response));

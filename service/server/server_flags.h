@@ -19,6 +19,11 @@ struct ServerFlags {
   // concurrent forward passes never oversubscribe the cores.
   bool max_concurrent_set = false;
   double drain_seconds = 10;
+  // The files behind rpc.security (read by LoadServerSecurity after parsing).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
+  std::string auth_token_file;
   rpc::RpcServerOptions rpc;
 };
 
@@ -29,5 +34,9 @@ extern const char kUsage[];
 // unknown flag, a missing or malformed value, an address whose port is not
 // in 0..65535 (--listen, --metrics-listen), or --model without NAME=DIR.
 absl::StatusOr<ServerFlags> ParseServerFlags(const std::vector<std::string>& args);
+
+// True for an address only this machine can reach: 127.0.0.0/8, [::1] or
+// localhost (any port).
+bool IsLoopbackAddress(const std::string& listen);
 
 }  // namespace attnscope::server

@@ -93,9 +93,15 @@ TEST_F(RpcCliTest, ServerErrorsPrintTheStatusCodeAndExitOne) {
   r = RunCli({"--server", server_->address(), "generate", "--text", "hi", "--temperature", "-1"});
   EXPECT_EQ(r.exit_code, 2);
   r = RunCli({"--server", server_->address(), "generate", "--text", "hi", "--max-new-tokens",
+              "1000"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: max_new_tokens=1000"));
+  // Beyond the server's own limit (--max-new-tokens, 1024) it says so first.
+  r = RunCli({"--server", server_->address(), "generate", "--text", "hi", "--max-new-tokens",
               "100000"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: max_new_tokens=100000"));
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: max_new_tokens: 100000 is over the server's "
+                               "limit of 1024 generated tokens (--max-new-tokens)"));
 }
 
 // A server that does not answer (stopped with SIGSTOP: connections are
