@@ -118,6 +118,25 @@ TEST(ChatTemplate, ContentMarksFollowStringOperations) {
   EXPECT_EQ(out->content, std::vector<bool>({false, false, false, false, false, false, true, true, true, false}));
 }
 
+// Found by chat_template_fuzz (corpus edge_nested_loops): two nested
+// range(1000) loops rendered for 46 s under ASan; a template from a model
+// directory must not hold a request that long. Loops now share a budget of
+// 100,000 items per rendering, far above what a conversation needs.
+TEST(ChatTemplate, LoopsShareABudgetOfItemsPerRendering) {
+  auto t = ChatTemplate::Parse(
+      "{% for a in range(1000) %}\n{% for b in range(1000) %}x{% endfor %}{% endfor %}", "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), "t: chat template line 2: loops visited more than 100000 items in one rendering");
+  // 99 x 1000 items plus the outer 99 fit.
+  t = ChatTemplate::Parse("{% for a in range(99) %}{% for b in range(1000) %}{% endfor %}{% endfor %}ok", "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->text, "ok");
+}
+
 TEST(ChatTemplate, ErrorsNameTheConstructAndLine) {
   auto t = ChatTemplate::Parse("ok\n{% include 'other.jinja' %}", "dir/tokenizer_config.json");
   ASSERT_FALSE(t.ok());
