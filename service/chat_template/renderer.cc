@@ -250,6 +250,12 @@ absl::StatusOr<Value> Renderer::Arith(const Expr& e, const Value& a, const Value
     return Value::MakeList(std::move(items));
   }
   if (op == "*" && a.IsString() && b.kind == Value::Kind::kInt) {
+    // Refused up front: building 16 MiB piece by piece took seconds, and a
+    // string cut at the limit would be a wrong value, not an error.
+    if (b.i > 0 && !a.s.empty() && static_cast<uint64_t>(b.i) > kMaxOutputBytes / a.s.size()) {
+      return Bad(e.line, absl::StrCat("a string of ", a.s.size(), " bytes repeated ", b.i,
+                                      " times is larger than 16 MiB"));
+    }
     Value out = Value::Str("");
     for (int64_t k = 0; k < b.i && out.s.size() < kMaxOutputBytes; ++k) AppendStr(out, a);
     return out;

@@ -137,6 +137,20 @@ TEST(ChatTemplate, LoopsShareABudgetOfItemsPerRendering) {
   EXPECT_EQ(out->text, "ok");
 }
 
+// Found by the fuzz smoke (chat_template_fuzz, seed edge_string_repeat):
+// 'ab' * 1000000000 built 16 MiB two bytes at a time, past the 10 s limit,
+// and gave a string cut at the limit. It is now refused before building.
+TEST(ChatTemplate, StringRepeatBeyondTheOutputLimitIsAnError) {
+  auto t = ChatTemplate::Parse("x\n{{ 'ab' * 1000000000 }}", "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(),
+            "t: chat template line 2: a string of 2 bytes repeated 1000000000 times is larger than 16 MiB");
+  EXPECT_EQ(RenderOrDie("{{ 'ab' * 3 }}|{{ 'ab' * 0 }}|{{ 'ab' * -2 }}|{{ ('x' * 100000) | length }}"),
+            "ababab|||100000");
+}
+
 TEST(ChatTemplate, ErrorsNameTheConstructAndLine) {
   auto t = ChatTemplate::Parse("ok\n{% include 'other.jinja' %}", "dir/tokenizer_config.json");
   ASSERT_FALSE(t.ok());
