@@ -151,6 +151,27 @@ TEST(ChatTemplate, StringRepeatBeyondTheOutputLimitIsAnError) {
             "ababab|||100000");
 }
 
+// Found by chat_template_fuzz's long run (seed edge_big_range): range(10**8)
+// built a million items before refusing, past the 10 s limit under ASan.
+// range() now counts first (without overflow at the ends of int64) and
+// refuses more than 100,000 items.
+TEST(ChatTemplate, RangeIsCountedBeforeItIsBuilt) {
+  auto t = ChatTemplate::Parse("{% for i in range(100000000) %}{% endfor %}", "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(),
+            "t: chat template line 1: range: 100000000 items is more than 100000");
+  auto items = [](const std::string& args) {
+    return RenderOrDie("{% for i in range(" + args + ") %}{{ i }},{% endfor %}");
+  };
+  EXPECT_EQ(items("3"), "0,1,2,");
+  EXPECT_EQ(items("5, 0, -2"), "5,3,1,");
+  EXPECT_EQ(items("2, 2"), "");
+  EXPECT_EQ(items("0, 10, 4"), "0,4,8,");
+  EXPECT_EQ(items("9223372036854775806, 9223372036854775807, 100"), "9223372036854775806,");
+}
+
 TEST(ChatTemplate, ErrorsNameTheConstructAndLine) {
   auto t = ChatTemplate::Parse("ok\n{% include 'other.jinja' %}", "dir/tokenizer_config.json");
   ASSERT_FALSE(t.ok());
