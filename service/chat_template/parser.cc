@@ -1,6 +1,7 @@
 #include "service/chat_template/parser.h"
 
 #include <set>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 #include "service/chat_template/lexer.h"
@@ -263,8 +264,19 @@ class ExprParser {
         while (Peek().kind == Token::Kind::kString) s += Next().text;  // "a" "b"
         return literal(Value::Str(std::move(s)));
       }
-      case Token::Kind::kInt: return literal(Value::Int(std::stoll(Next().text)));
-      case Token::Kind::kFloat: return literal(Value::Float(std::stod(Next().text)));
+      // stoll/stod throw for literals beyond int64 or double (an uncaught
+      // exception ended the process); such a literal is a template error.
+      case Token::Kind::kInt:
+      case Token::Kind::kFloat: {
+        const Token& number = Next();
+        try {
+          if (number.kind == Token::Kind::kInt) return literal(Value::Int(std::stoll(number.text)));
+          return literal(Value::Float(std::stod(number.text)));
+        } catch (const std::out_of_range&) {
+          return Error(at, absl::StrCat("the number ", number.text.substr(0, 40),
+                                        number.text.size() > 40 ? "..." : "", " is out of range"));
+        }
+      }
       case Token::Kind::kName: {
         const std::string name = Next().text;
         if (name == "true" || name == "True") return literal(Value::Bool(true));

@@ -172,6 +172,20 @@ TEST(ChatTemplate, RangeIsCountedBeforeItIsBuilt) {
   EXPECT_EQ(items("9223372036854775806, 9223372036854775807, 100"), "9223372036854775806,");
 }
 
+// Found by chat_template_fuzz's long run (regression_number_out_of_range): an
+// integer literal beyond int64 threw std::out_of_range from the parser and
+// ended the process. Numbers out of range are now a parse error.
+TEST(ChatTemplate, NumbersOutOfRangeAreAParseError) {
+  auto t = ChatTemplate::Parse("a\n{% set x = 99999999999999999999 %}{{ x }}", "t");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "t: chat template line 2: the number 99999999999999999999 is out of range");
+  t = ChatTemplate::Parse("{{ " + std::string(400, '9') + ".5 }}", "t");  // beyond double
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "t: chat template line 1: the number " + std::string(40, '9') + "... is out of range");
+  EXPECT_EQ(RenderOrDie("{{ 9223372036854775807 }}|{{ 2.5 }}"), "9223372036854775807|2.5");
+}
+
 TEST(ChatTemplate, ErrorsNameTheConstructAndLine) {
   auto t = ChatTemplate::Parse("ok\n{% include 'other.jinja' %}", "dir/tokenizer_config.json");
   ASSERT_FALSE(t.ok());
