@@ -112,10 +112,29 @@ class ExprParser {
       left = std::move(e);
     }
   }
-  absl::StatusOr<ExprPtr> Or() { return Binary(&ExprParser::And, {"or"}, Expr::Type::kOr); }
+  // Each nesting level (parentheses, brackets, call arguments, "not", unary
+  // signs) recurses; a template of a few thousand '(' overflowed the stack.
+  static constexpr int kMaxNesting = 200;
+  struct Nested {
+    explicit Nested(int& depth) : depth_(depth) { ++depth_; }
+    ~Nested() { --depth_; }
+    int& depth_;
+  };
+  absl::Status CheckNesting() {
+    if (depth_ < kMaxNesting) return absl::OkStatus();
+    return Error(line(), absl::StrCat("expression nested more than ", kMaxNesting, " deep"));
+  }
+
+  absl::StatusOr<ExprPtr> Or() {
+    ATTNSCOPE_RETURN_IF_ERROR(CheckNesting());
+    Nested nested(depth_);
+    return Binary(&ExprParser::And, {"or"}, Expr::Type::kOr);
+  }
   absl::StatusOr<ExprPtr> And() { return Binary(&ExprParser::Not, {"and"}, Expr::Type::kAnd); }
   absl::StatusOr<ExprPtr> Not() {
     if (!IsName("not")) return Compare();
+    ATTNSCOPE_RETURN_IF_ERROR(CheckNesting());
+    Nested nested(depth_);
     auto e = Make(Expr::Type::kUnary, Next().line, "not");
     ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr operand, Not());
     e->args.push_back(std::move(operand));
@@ -153,6 +172,8 @@ class ExprParser {
   absl::StatusOr<ExprPtr> Pow() { return Binary(&ExprParser::Unary, {"**"}, Expr::Type::kBinary); }
   absl::StatusOr<ExprPtr> Unary() {
     if (IsOp("-") || IsOp("+")) {
+      ATTNSCOPE_RETURN_IF_ERROR(CheckNesting());
+      Nested nested(depth_);
       auto e = Make(Expr::Type::kUnary, line(), Next().text);
       ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr operand, Unary());
       e->args.push_back(std::move(operand));
@@ -321,6 +342,7 @@ class ExprParser {
 
   std::vector<Token> t_;
   size_t i_ = 0;
+  int depth_ = 0;  // see kMaxNesting
 };
 
 }  // namespace

@@ -186,6 +186,24 @@ TEST(ChatTemplate, NumbersOutOfRangeAreAParseError) {
   EXPECT_EQ(RenderOrDie("{{ 9223372036854775807 }}|{{ 2.5 }}"), "9223372036854775807|2.5");
 }
 
+// Found by chat_template_fuzz's long run (regression_deep_parentheses): a few
+// thousand '(' overflowed the parser's stack. Nesting beyond 200 levels is
+// now a parse error; 150 levels still parse.
+TEST(ChatTemplate, DeepNestingIsAParseError) {
+  for (const std::string& deep : {std::string(5000, '(') + "1" + std::string(5000, ')'),
+                                  "not " + std::string(0, ' ') + [] {
+                                    std::string s;
+                                    for (int i = 0; i < 5000; ++i) s += "not ";
+                                    return s;
+                                  }() + "1",
+                                  std::string(5000, '-') + "1"}) {
+    auto t = ChatTemplate::Parse("{{ " + deep + " }}", "t");
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().message(), "t: chat template line 1: expression nested more than 200 deep");
+  }
+  EXPECT_EQ(RenderOrDie("{{ " + std::string(150, '(') + "7" + std::string(150, ')') + " }}"), "7");
+}
+
 TEST(ChatTemplate, ErrorsNameTheConstructAndLine) {
   auto t = ChatTemplate::Parse("ok\n{% include 'other.jinja' %}", "dir/tokenizer_config.json");
   ASSERT_FALSE(t.ok());
