@@ -14,13 +14,25 @@ at::Tensor ExpandGroups(const at::Tensor& kv, int64_t num_heads) {
 // True where query row r (at position p = past + row_begin + r) may not see
 // key j: j > p, or with a window W, j <= p - W.
 at::Tensor HiddenKeys(int64_t row_begin, int64_t rows, int64_t past, int64_t keys,
-                      int64_t window) {
-  const at::Tensor key_pos = at::arange(keys, at::kLong).unsqueeze(0);
+                      int64_t window, const c10::Device& device) {
+  const auto options = at::TensorOptions().dtype(at::kLong).device(device);
+  const at::Tensor key_pos = at::arange(keys, options).unsqueeze(0);
   const at::Tensor query_pos =
-      at::arange(past + row_begin, past + row_begin + rows, at::kLong).unsqueeze(1);
+      at::arange(past + row_begin, past + row_begin + rows, options).unsqueeze(1);
   at::Tensor hidden = key_pos > query_pos;  // (rows, keys)
   if (window > 0) hidden = hidden.logical_or(key_pos <= query_pos - window);
   return hidden;
+}
+
+// probs (B, H, rows, visible) as float32 over all `keys` keys, the hidden
+// ones 0, as observers expect.
+at::Tensor PadKeys(const at::Tensor& probs, int64_t keys) {
+  const int64_t visible = probs.size(-1);
+  if (visible == keys) return probs.to(at::kFloat);
+  at::Tensor full = at::zeros({probs.size(0), probs.size(1), probs.size(2), keys},
+                              probs.options().dtype(at::kFloat));
+  full.narrow(-1, 0, visible).copy_(probs);
+  return full;
 }
 
 }  // namespace
@@ -46,17 +58,21 @@ at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
   at::Tensor out = at::empty_like(q);  // (B, H, T, d) float32
   for (int64_t begin = 0; begin < num_queries; begin += block) {
     const int64_t rows = std::min(block, num_queries - begin);
-    at::Tensor scores = at::matmul(queries.narrow(2, begin, rows), keys_t)
-                            .mul_(step.score_scale);  // (B, H, rows, S)
+    // Keys after the block's last query are masked for every row: leaving
+    // them out halves the work of a long prompt's blocks (their weights are
+    // exactly 0 either way).
+    const int64_t visible = std::min(num_keys, step.past + begin + rows);
+    at::Tensor scores = at::matmul(queries.narrow(2, begin, rows), keys_t.narrow(-1, 0, visible))
+                            .mul_(step.score_scale);  // (B, H, rows, visible)
     // Gemma-2 soft-caps after scaling and before the mask.
     if (step.softcap > 0) scores = at::tanh(scores / step.softcap).mul_(step.softcap);
     // HF masks with the lowest finite value, not -inf (exp gives exact zeros).
-    scores.masked_fill_(HiddenKeys(begin, rows, step.past, num_keys, step.window),
+    scores.masked_fill_(HiddenKeys(begin, rows, step.past, visible, step.window, q.device()),
                         std::numeric_limits<double>::lowest());
     const at::Tensor probs = at::softmax(scores, -1);
-    out.narrow(2, begin, rows).copy_(at::matmul(probs, values));
+    out.narrow(2, begin, rows).copy_(at::matmul(probs, values.narrow(2, 0, visible)));
     if (observers.needs().attention) {
-      observers.PublishAttention(step.layer, begin, probs.to(at::kFloat), value_norms);
+      observers.PublishAttention(step.layer, begin, PadKeys(probs, num_keys), value_norms);
     }
   }
   return out;
