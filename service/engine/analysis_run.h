@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -18,9 +19,14 @@ namespace attnscope::engine {
 struct AnalysisSettings {
   double threshold = 6.0;  // sink threshold on the z-score
   analysis::Template structure = analysis::Template::kAuto;
-  // Query rows per attention block (0: whole layers). Results agree either
-  // way; blocks bound the memory of long prompts.
+  // Query rows per attention block (0: automatic, whole layers while a
+  // layer's probabilities fit 32 MiB, else blocks that do; see
+  // model::ForwardOptions). Results agree either way; blocks bound the
+  // memory of long prompts.
   int64_t query_block_size = 0;
+  // The matrix products' precision (statistics are float32 either way);
+  // unset: float32 (a remote call then leaves it to the server's default).
+  std::optional<model::Precision> precision;
   // Keep attentions (L,H,T,T), hidden states and logits, e.g. for --export.
   bool record_tensors = false;
   // The most likely next tokens reported per position (PromptStats::top_predictions).

@@ -54,6 +54,9 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
   ATTNSCOPE_ASSIGN_OR_RETURN(AnalyzePlan plan, PlanAnalysis(request.options(), *bundle,
                                                             model_name,
                                                             config_.tensor_chunk_bytes));
+  ATTNSCOPE_ASSIGN_OR_RETURN(plan.settings.precision,
+                             PrecisionOf(request.options().precision(), "options.precision",
+                                         config_.default_precision));
   v1::Timings timings;
   ATTNSCOPE_ASSIGN_OR_RETURN(Admitted admitted,
                              AdmitAndTokenize(scope, *bundle, model_name, PromptOf(request),

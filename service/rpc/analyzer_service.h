@@ -24,6 +24,8 @@ struct ServiceConfig {
   int64_t tensor_chunk_bytes = 1 << 20;  // TensorChunk data size, at most 1 MiB
   int max_subscribers = 64;
   size_t feed_queue = 256;  // events buffered per subscriber before dropping
+  // For requests that name no precision (attnscope-server --precision).
+  model::Precision default_precision = model::Precision::kFloat32;
 };
 
 class AnalyzerService final : public attnscope::v1::Analyzer::Service {

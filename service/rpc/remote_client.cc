@@ -154,6 +154,7 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
   options->set_template_(std::string(analysis::TemplateName(settings.structure)));
   options->set_query_block_size(static_cast<int32_t>(settings.query_block_size));
   options->set_hidden_state_norms(true);
+  if (settings.precision) options->set_precision(model::PrecisionName(*settings.precision));
 
   grpc::ClientContext context;
   ApplyDeadline(impl_->call_options, &context);
@@ -194,6 +195,7 @@ absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model
   request.mutable_sampling()->set_seed(s.sampling.seed);
   request.set_num_alternatives(s.num_alternatives);
   request.set_layer_sink_scores(s.layer_sink_scores);
+  if (s.precision) request.set_precision(model::PrecisionName(*s.precision));
   request.set_stop_at_eos(s.stop_at_eos);
 
   grpc::ClientContext context;

@@ -186,6 +186,14 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
   return plan;
 }
 
+absl::StatusOr<model::Precision> PrecisionOf(const std::string& value, const std::string& field,
+                                             model::Precision fallback) {
+  if (value.empty()) return fallback;
+  absl::StatusOr<model::Precision> precision = model::ParsePrecision(value);
+  if (!precision.ok()) return Prefixed(precision.status(), field + ": ");
+  return *precision;
+}
+
 engine::GenerationSettings GenerationSettingsOf(const v1::GenerateRequest& r) {
   engine::GenerationSettings s;
   s.max_new_tokens = r.max_new_tokens();

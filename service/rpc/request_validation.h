@@ -56,6 +56,12 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const attnscope::v1::AnalyzeOptions& op
                                          const engine::ModelBundle& bundle,
                                          const std::string& model_name, int64_t chunk_bytes);
 
+// The precision a request's `field` ("options.precision", "precision")
+// names: `fallback` (the server's --precision) when empty; InvalidArgument
+// naming the field, the value and the accepted ones otherwise.
+absl::StatusOr<model::Precision> PrecisionOf(const std::string& value, const std::string& field,
+                                             model::Precision fallback);
+
 // The generation settings of a request (num_alternatives unset: 5,
 // stop_at_eos unset: true). Range checks are engine::ValidateGenerationSettings'.
 engine::GenerationSettings GenerationSettingsOf(const attnscope::v1::GenerateRequest& request);
