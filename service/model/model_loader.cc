@@ -14,7 +14,7 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
   ATTNSCOPE_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
   ATTNSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsCheckpoint> checkpoint,
                              SafetensorsCheckpoint::OpenDirectory(dir));
-  return LoadDecoder(config, *checkpoint, progress);
+  return LoadDecoder(config, std::move(checkpoint), progress);
 }
 
 int SetComputeThreads(int n) {
