@@ -38,6 +38,7 @@ absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt&
   options.want_value_norms = true;
   options.input_ids = prompt.ids;
   options.top_k = settings.top_predictions;
+  options.layer_listener = settings.layer_listener;
   analysis::PromptAnalyzer analyzer(options);
 
   std::vector<model::ForwardObserver*> observers = {&analyzer};

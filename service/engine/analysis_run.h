@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "service/analysis/prompt_analyzer.h"
 #include "service/analysis/prompt_stats.h"
 #include "service/analysis/structural.h"
 #include "service/engine/model_bundle.h"
@@ -33,8 +34,11 @@ struct AnalysisSettings {
   int64_t top_predictions = 5;
   // Checked before each layer; true aborts with CancelledError.
   std::function<bool()> should_stop;
-  // More observers of the same forward pass (e.g. a per-layer streamer).
+  // More observers of the same forward pass (e.g. a per-layer streamer),
+  // called after the analyzer for every event.
   std::vector<model::ForwardObserver*> extra_observers;
+  // Told by the analyzer after each layer, with its per-head numbers so far.
+  analysis::LayerListener* layer_listener = nullptr;
 };
 
 struct AnalysisRun {

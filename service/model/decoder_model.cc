@@ -18,6 +18,10 @@
 namespace attnscope::model {
 namespace {
 
+// Rows of logits per block when observers take blocks: 64 x V floats (13 MB
+// for GPT-2), enough rows for the head's GEMM to run at full speed.
+constexpr int64_t kLogitRowsPerBlock = 64;
+
 class DecoderCache : public KvCache {
  public:
   explicit DecoderCache(int64_t layers) : keys(layers), values(layers) {}
@@ -45,9 +49,24 @@ struct PassState {
   DecoderCache* cache = nullptr;
   RotaryTables rotary;  // undefined tensors without rotary embedding
   ObserverSet& observers;
+  AttentionWorkspace* workspace = nullptr;
   // The float32 weights, or their bfloat16 matrices for Precision::kBfloat16.
   const DecoderWeights* weights = nullptr;
   bool bf16 = false;
+};
+
+// A workspace from the pool for the lifetime of one pass.
+class PooledWorkspace {
+ public:
+  explicit PooledWorkspace(WorkspacePool& pool) : pool_(pool), workspace_(pool.Take()) {}
+  ~PooledWorkspace() { pool_.Give(std::move(workspace_)); }
+  PooledWorkspace(const PooledWorkspace&) = delete;
+  PooledWorkspace& operator=(const PooledWorkspace&) = delete;
+  AttentionWorkspace* get() const { return workspace_.get(); }
+
+ private:
+  WorkspacePool& pool_;
+  std::unique_ptr<AttentionWorkspace> workspace_;
 };
 
 class DecoderModel : public LanguageModel {
@@ -83,6 +102,7 @@ class DecoderModel : public LanguageModel {
   at::Tensor Mlp(const LayerWeights& l, const at::Tensor& x, const PassState& pass) const;
   at::Tensor Finish(const at::Tensor& x, const PassState& pass) const;
   at::Tensor Logits(const at::Tensor& x, const PassState& pass) const;
+  void PublishLogits(const at::Tensor& x, const PassState& pass) const;
 
   ModelConfig config_;
   const DecoderSpec& spec_;
@@ -90,6 +110,7 @@ class DecoderModel : public LanguageModel {
   c10::Device device_;
   mutable std::once_flag bf16_once_;
   mutable DecoderWeights bf16_;
+  mutable WorkspacePool workspaces_;  // Forward is const and may run concurrently
 };
 
 // ids (B, T) -> (B, T, H): token rows (scaled), projected in, plus positions.
@@ -141,6 +162,7 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
   step.score_scale = a.score_scale;
   step.softcap = a.softcap;
   step.window = a.window[layer];
+  step.workspace = pass.workspace;
   // OPT scales the projected queries in float32 before the product.
   if (a.scale_query_first) {
     q = q * static_cast<float>(a.score_scale);
@@ -211,6 +233,18 @@ at::Tensor DecoderModel::Logits(const at::Tensor& x, const PassState& pass) cons
   return logits.view({x.size(0), x.size(1), config_.vocab_size});
 }
 
+// All at once, or in blocks of rows when every observer takes them so: the
+// (T, V) logits are the largest tensor of a pass (200 MB for GPT-2 at T = 1024).
+void DecoderModel::PublishLogits(const at::Tensor& x, const PassState& pass) const {
+  ObserverSet& observers = pass.observers;
+  const int64_t tokens = x.size(1);
+  if (!observers.logits_in_blocks()) return observers.PublishLogits(Logits(x, pass));
+  for (int64_t begin = 0; begin < tokens; begin += kLogitRowsPerBlock) {
+    const int64_t rows = std::min(kLogitRowsPerBlock, tokens - begin);
+    observers.PublishLogitsBlock(begin, Logits(x.narrow(1, begin, rows), pass), tokens);
+  }
+}
+
 absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batch,
                                    const ForwardOptions& options,
                                    const std::vector<ForwardObserver*>& observers) const {
@@ -222,7 +256,8 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
     if (cache != nullptr) cache->Rollback();
     ObserverSet obs(observers);
     const int64_t batch_size = batch.size(), tokens = batch[0].size();
-    PassState pass{options, past, cache, {}, obs};
+    PooledWorkspace workspace(workspaces_);
+    PassState pass{options, past, cache, {}, obs, workspace.get()};
     pass.bf16 = options.precision == Precision::kBfloat16;
     pass.weights = pass.bf16 ? &Bf16Weights() : &w_;
     if (spec_.rope.kind != RopeKind::kNone) {
@@ -242,7 +277,7 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
     }
     x = Finish(x, pass);
     obs.PublishHidden(static_cast<int>(config_.num_layers), x);
-    if (obs.needs().logits) obs.PublishLogits(Logits(x, pass));
+    if (obs.needs().logits) PublishLogits(x, pass);
     if (cache != nullptr) cache->Commit(past + tokens);
     return absl::OkStatus();
   } catch (const c10::Error& e) {
@@ -257,25 +292,26 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
-    const ModelConfig& config, const SafetensorsCheckpoint& checkpoint,
+    const ModelConfig& config, std::shared_ptr<const SafetensorsCheckpoint> checkpoint,
     const LoadProgressCallback& progress, const ModelLoadOptions& options) {
   ATTNSCOPE_ASSIGN_OR_RETURN(const c10::Device device, ResolveDevice(options.device));
   const TensorNames& names = config.decoder.names;
   std::vector<std::string> prefixes = names.prefixes;
   for (const std::string& prefix : names.prefixes) {
-    if (checkpoint.Find(prefix + names.embed + ".weight") != nullptr) {
+    if (checkpoint->Find(prefix + names.embed + ".weight") != nullptr) {
       prefixes = {prefix};  // one naming scheme per checkpoint
       break;
     }
   }
-  WeightLoader loader(checkpoint, prefixes, progress);
+  const std::string directory = checkpoint->directory();
+  WeightLoader loader(std::move(checkpoint), prefixes, progress);
   try {
     c10::InferenceMode inference;
     ATTNSCOPE_ASSIGN_OR_RETURN(DecoderWeights weights, LoadDecoderWeights(config, loader));
     MoveWeights(weights, device);
     return std::unique_ptr<LanguageModel>(new DecoderModel(config, std::move(weights), device));
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("loading ", checkpoint.directory(), ": ", e.what()));
+    return absl::InternalError(absl::StrCat("loading ", directory, ": ", e.what()));
   }
 }
 

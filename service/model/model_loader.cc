@@ -15,7 +15,7 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
   ATTNSCOPE_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
   ATTNSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsCheckpoint> checkpoint,
                              SafetensorsCheckpoint::OpenDirectory(dir));
-  return LoadDecoder(config, *checkpoint, progress, options);
+  return LoadDecoder(config, std::move(checkpoint), progress, options);
 }
 
 int SetComputeThreads(int n) {

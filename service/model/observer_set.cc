@@ -11,6 +11,7 @@ ObserverSet::ObserverSet(const std::vector<ForwardObserver*>& observers) {
     needs_.value_norms |= n.value_norms;
     needs_.hidden_states |= n.hidden_states;
     needs_.logits |= n.logits;
+    if (n.logits && !n.logits_in_blocks) logits_in_blocks_ = false;
   }
 }
 
@@ -66,8 +67,27 @@ void ObserverSet::PublishLogits(const at::Tensor& logits) {
   for (int64_t b = 0; b < c.size(0); ++b) {
     const at::Tensor row = c[b];
     for (ForwardObserver* o : observers_) {
+      const ObserverNeeds n = o->Needs();
+      if (!n.logits) continue;
+      const auto sequence = static_cast<int>(b);
+      if (n.logits_in_blocks) {
+        o->OnLogitsBlock(sequence, 0, row.data_ptr<float>(), c.size(1), c.size(1), c.size(2));
+      } else {
+        o->OnLogits(sequence, row.data_ptr<float>(), c.size(1), c.size(2));
+      }
+    }
+  }
+}
+
+void ObserverSet::PublishLogitsBlock(int64_t row_begin, const at::Tensor& logits,
+                                     int64_t num_tokens) {
+  const at::Tensor c = logits.to(at::kCPU).contiguous();  // (B, rows, V), from the device
+  for (int64_t b = 0; b < c.size(0); ++b) {
+    const at::Tensor rows = c[b];
+    for (ForwardObserver* o : observers_) {
       if (!o->Needs().logits) continue;
-      o->OnLogits(static_cast<int>(b), row.data_ptr<float>(), c.size(1), c.size(2));
+      o->OnLogitsBlock(static_cast<int>(b), row_begin, rows.data_ptr<float>(), c.size(1),
+                       num_tokens, c.size(2));
     }
   }
 }

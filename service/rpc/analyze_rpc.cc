@@ -78,7 +78,8 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
 
   const model::ModelConfig& config = bundle->config();
   LayerStreamer streamer(config.num_layers, config.num_heads, plan.stream, write);
-  plan.settings.extra_observers = {&streamer};
+  plan.settings.extra_observers.clear();
+  streamer.AttachTo(plan.settings);
   plan.settings.should_stop = [&] { return streamer.failed() || scope.ShouldStop(); };
   const auto compute_start = std::chrono::steady_clock::now();
   auto run = engine::RunAnalysis(*bundle, prompt, plan.settings);
