@@ -229,16 +229,15 @@ int AnalysisOnly(const std::string& dir, const Flags& f) {
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--floor-only") f.floor_only = true;
-    if (std::string(argv[i]) == "--analysis-only") f.analysis_only = true;
-  }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--threads") f.threads = std::atoi(value.c_str());
-    if (flag == "--repeats") f.repeats = std::atoi(value.c_str());
-    if (flag == "--tokens") {
+    const std::string flag = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (flag == "--floor-only") f.floor_only = true;
+    if (flag == "--analysis-only") f.analysis_only = true;
+    if (flag == "--threads" && has_value) f.threads = std::atoi(argv[++i]);
+    if (flag == "--repeats" && has_value) f.repeats = std::atoi(argv[++i]);
+    if (flag == "--tokens" && has_value) {
       f.tokens.clear();
-      std::stringstream s(value);
+      std::stringstream s(argv[++i]);
       for (std::string t; std::getline(s, t, ',');) f.tokens.push_back(std::atoll(t.c_str()));
     }
   }
