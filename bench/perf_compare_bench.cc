@@ -16,11 +16,12 @@
 // runs after one warm-up.
 //
 // Usage: perf_compare_bench [--threads N] [--repeats R] [--tokens 128,512,1024]
-//                           [--floor-only]
+//                           [--floor-only | --analysis-only]
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +50,9 @@ struct Flags {
   int repeats = 3;
   std::vector<int64_t> tokens = {128, 512, 1024};
   bool floor_only = false;  // just the sgemm floor (e.g. to compare OPENBLAS_CORETYPE values)
+  // --analysis-only: one in-process analysis (whole layers) and its figures,
+  // for profiling (perf record) and memory checks without child processes.
+  bool analysis_only = false;
 };
 
 // Reads only the logits, block by block as the analyzer does: the plain
@@ -200,18 +204,40 @@ std::string CpuName() {
   return "?";
 }
 
+int AnalysisOnly(const std::string& dir, const Flags& f) {
+  model::SetComputeThreads(f.threads);
+  auto lm = model::LoadLanguageModel(dir);
+  if (!lm.ok()) return 1;
+  for (int64_t t : f.tokens) {
+    const std::vector<int64_t> ids = RandomIds(t);
+    for (int i = 0; i <= f.repeats; ++i) {
+      analysis::AnalysisOptions options;
+      options.want_value_norms = true;
+      options.input_ids = ids;
+      analysis::PromptAnalyzer analyzer(options);
+      const auto start = std::chrono::steady_clock::now();
+      if (!(*lm)->Forward({ids}, {}, {&analyzer}).ok() || !analyzer.Finish().ok()) return 1;
+      std::printf("T=%ld analysis %.0f ms, VmHWM %.0f MiB\n", static_cast<long>(t),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() *
+                      1000,
+                  PeakRssMiB());
+    }
+  }
+  return 0;
+}
+
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--floor-only") f.floor_only = true;
-  }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--threads") f.threads = std::atoi(value.c_str());
-    if (flag == "--repeats") f.repeats = std::atoi(value.c_str());
-    if (flag == "--tokens") {
+    const std::string flag = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (flag == "--floor-only") f.floor_only = true;
+    if (flag == "--analysis-only") f.analysis_only = true;
+    if (flag == "--threads" && has_value) f.threads = std::atoi(argv[++i]);
+    if (flag == "--repeats" && has_value) f.repeats = std::atoi(argv[++i]);
+    if (flag == "--tokens" && has_value) {
       f.tokens.clear();
-      std::stringstream s(value);
+      std::stringstream s(argv[++i]);
       for (std::string t; std::getline(s, t, ',');) f.tokens.push_back(std::atoll(t.c_str()));
     }
   }
@@ -244,6 +270,7 @@ int main(int argc, char** argv) {
               "pln/flr", "pt/anl", "peak", "-ckpt", "pt peak");
   std::printf("%5s %9s %9s %9s %9s %9s %9s | %7s %7s %7s %8s | %8s %8s %8s\n", "", "ms", "ms", "ms",
               "ms", "ms", "ms", "", "<=1.10", "", "", "MiB", "MiB", "MiB");
+  if (f.analysis_only) return AnalysisOnly(dir, f);
   std::vector<std::string> notes;
   for (int64_t t : f.tokens) {
     const FloorResult floor = MeasureSgemmFloor(
@@ -275,6 +302,8 @@ int main(int argc, char** argv) {
                     floor.best_shape + "; model " +
                     std::to_string(static_cast<int>(floor.model_gflop)) + " GFLOP; peak MiB " +
                     "plain " + std::to_string(static_cast<int>(plain.peak_rss_mib)) +
+                    " (after loading " + std::to_string(static_cast<int>(plain.baseline_rss_mib)) +
+                    ")" +
                     ", analysis blocks of 64 " +
                     std::to_string(static_cast<int>(blocks.peak_rss_mib)) +
                     (pt.ok ? "; PyTorch last logits row max |diff| " +
