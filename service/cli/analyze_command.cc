@@ -60,8 +60,14 @@ top predictions (see service/analysis/definitions.md).
   --template T       structural positions: none, chatml, chat or auto
                      (default: chat for --chat, else chatml if the text has
                      <|im_start|>, else none)
-  --block-size N     attention query rows per block (0 = whole layers);
-                     bounds memory on long prompts, same results
+  --block-size N     attention query rows per block; 0 (default) = whole
+                     layers while a layer's attention fits 32 MiB, else
+                     blocks that fit (memory linear in T); same results
+  --precision P      float32 (default) or bf16: matrix products on bfloat16
+                     operands, statistics in float32 (with --server: sent
+                     with the request; default: the server's --precision)
+  --device D         cpu (default), cuda or auto (cuda when this build's
+                     libtorch has CUDA and sees a GPU, else cpu); local only
   --threads N        intra-op threads (default: all cores)
   --color WHEN       auto (default), always or never
   --deadline S       give up after S seconds (with --server the server stops
@@ -107,7 +113,8 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
       a.flags, Flags::Parse(args, WithPromptFlags({{"model"}, {"json", false}, {"export"},
                                                    {"viewer"}, {"threshold"}, {"template"},
                                                    {"block-size"}, {"threads"}, {"color"},
-                                                   {"top"}, {"deadline"}})));
+                                                   {"top"}, {"deadline"}, {"precision"},
+                                                   {"device"}})));
   ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
   ATTNSCOPE_RETURN_IF_ERROR(CheckOutputPaths(a.flags));
   ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t top, a.flags.GetInt("top", 0, 0, 1 << 24));
@@ -120,6 +127,8 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.query_block_size,
                              a.flags.GetInt("block-size", 0, 0, int64_t{1} << 30));
   ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 0, 1024).status());
+  ATTNSCOPE_ASSIGN_OR_RETURN(const model::Precision precision, ParseComputeFlags(a.flags));
+  if (a.flags.Has("precision")) a.settings.precision = precision;
   const std::string color = a.flags.Get("color", "auto");
   if (color != "auto" && color != "always" && color != "never") {
     return absl::InvalidArgumentError("--color must be auto, always or never, got '" + color + "'");
@@ -191,7 +200,7 @@ void PrintReport(const engine::Prompt& prompt, const engine::AnalysisRun& run, b
 // The same analysis on a server: the results come back as the very values a
 // local run gives, so they print identically.
 int RunRemote(const AnalyzeArgs& a, const std::string& server) {
-  absl::Status local_only = RejectLocalOnlyFlags(a.flags, {"threads"});
+  absl::Status local_only = RejectLocalOnlyFlags(a.flags, {"threads", "device"});
   if (!local_only.ok()) return UsageError("analyze", local_only);
   auto prompt = PromptSpecFromFlags(a.flags);
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());

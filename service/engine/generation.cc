@@ -140,6 +140,7 @@ class Generator {
         rng_(settings.sampling.seed) {
     forward_.cache = cache_.get();
     forward_.should_stop = settings.should_stop;
+    forward_.precision = settings.precision.value_or(model::Precision::kFloat32);
   }
 
   absl::Status Prefill(const Prompt& prompt, GenerationResult& result);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct GenerationSettings {
   int num_alternatives = 5;        // top alternatives reported per token, 0..20
   bool layer_sink_scores = false;  // report A[l,h,pos,0] of each new token
   bool stop_at_eos = true;         // stop after the model's eos_token_id
+  // The forward passes' matrix products (model::ForwardOptions::precision);
+  // unset: float32 (a remote call then leaves it to the server's default).
+  std::optional<model::Precision> precision;
   // Checked before every decoding step (and every layer); true aborts with
   // CancelledError.
   std::function<bool()> should_stop;

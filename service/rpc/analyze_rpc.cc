@@ -54,6 +54,9 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
   ATTNSCOPE_ASSIGN_OR_RETURN(AnalyzePlan plan, PlanAnalysis(request.options(), *bundle,
                                                             model_name,
                                                             config_.tensor_chunk_bytes));
+  ATTNSCOPE_ASSIGN_OR_RETURN(plan.settings.precision,
+                             PrecisionOf(request.options().precision(), "options.precision",
+                                         config_.default_precision));
   v1::Timings timings;
   ATTNSCOPE_ASSIGN_OR_RETURN(Admitted admitted,
                              AdmitAndTokenize(scope, *bundle, model_name, PromptOf(request),
@@ -77,7 +80,8 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
 
   const model::ModelConfig& config = bundle->config();
   LayerStreamer streamer(config.num_layers, config.num_heads, plan.stream, write);
-  plan.settings.extra_observers = {&streamer};
+  plan.settings.extra_observers.clear();
+  streamer.AttachTo(plan.settings);
   plan.settings.should_stop = [&] { return streamer.failed() || scope.ShouldStop(); };
   const auto compute_start = std::chrono::steady_clock::now();
   auto run = engine::RunAnalysis(*bundle, prompt, plan.settings);

@@ -32,6 +32,8 @@ struct ServiceConfig {
   int max_streams_per_client = 32;  // Analyze+Generate+Subscribe open per client host; 0: none
   int64_t max_message_bytes = 4 << 20;  // largest request message
   std::string auth_token;  // non-empty: every Analyzer call must carry it as a bearer token
+  // For requests that name no precision (attnscope-server --precision).
+  model::Precision default_precision = model::Precision::kFloat32;
 };
 
 class AnalyzerService final : public attnscope::v1::Analyzer::Service {

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <utility>
 
-#include "service/analysis/token_stats.h"
 #include "service/core/dtype.h"
 #include "service/rpc/proto_convert.h"
 
@@ -22,10 +21,15 @@ LayerStreamer::LayerStreamer(int64_t num_layers, int64_t num_heads, StreamOption
       options_(std::move(options)),
       emit_(std::move(emit)) {}
 
+void LayerStreamer::AttachTo(engine::AnalysisSettings& settings) {
+  settings.extra_observers.push_back(this);
+  settings.layer_listener = this;
+}
+
 model::ObserverNeeds LayerStreamer::Needs() const {
   model::ObserverNeeds needs;
-  needs.attention = true;
-  needs.value_norms = true;
+  // The statistics come from the analyzer; raw rows only for streamed heads.
+  needs.attention = !options_.attention_layers.empty() && !options_.attention_heads.empty();
   needs.hidden_states = true;
   needs.logits = options_.logits;
   return needs;
@@ -34,7 +38,6 @@ model::ObserverNeeds LayerStreamer::Needs() const {
 void LayerStreamer::OnBegin(int sequence, int64_t num_tokens) {
   if (sequence != 0) return;
   num_tokens_ = num_tokens;
-  heads_.Begin(num_tokens);
   tensors_.assign(static_cast<size_t>(num_heads_), {});
   layers_emitted_ = 0;
 }
@@ -53,8 +56,6 @@ void LayerStreamer::OnAttention(const model::AttentionBlock& b) {
       b.query_end > num_tokens_ || b.probs == nullptr) {
     return;
   }
-  value_norms_ = b.value_norms != nullptr;
-  heads_.AddBlock(b, value_norms_);
   for (int64_t h = 0; h < num_heads_; ++h) {
     if (!Wanted(b.layer, h)) continue;
     std::vector<char>& tensor = tensors_[static_cast<size_t>(h)];
@@ -84,21 +85,18 @@ void LayerStreamer::OnHiddenState(int sequence, int state, const float* x, int64
                reinterpret_cast<const char*>(x), num_tokens * width * 4);
   }
   if (state == 0) return;  // the embeddings: no layer is done yet
-  const int layer = state - 1;
-  if (options_.hidden_state_norms) {
-    const std::vector<double> norms = analysis::RowNorms(x, num_tokens, width);
-    EmitLayer(layer, &norms);
-  } else {
-    EmitLayer(layer, nullptr);
-  }
-  EmitTensors(layer);
+  EmitTensors(state - 1);
   ++layers_emitted_;
 }
 
-void LayerStreamer::EmitLayer(int layer, const std::vector<double>* norms) {
-  // Finish() only divides running sums: cheap, and the very numbers the
-  // final PromptStats will hold.
-  const analysis::HeadStats heads = heads_.Finish(layer + 1, num_heads_, value_norms_);
+void LayerStreamer::OnLayerDone(int layer, const analysis::HeadStats& heads,
+                                const std::vector<double>& norms) {
+  if (failed_ || layer < 0 || layer >= num_layers_) return;
+  EmitLayer(layer, heads, options_.hidden_state_norms ? &norms : nullptr);
+}
+
+void LayerStreamer::EmitLayer(int layer, const analysis::HeadStats& heads,
+                              const std::vector<double>* norms) {
   v1::AnalyzeEvent event;
   *event.mutable_layer() = LayerStatsToProto(layer, heads, norms);
   Send(event);

@@ -2,8 +2,8 @@
 // runs: as soon as layer l is done (its hidden state l+1 is published, right
 // after its last query block) it emits that layer's LayerStats, then the
 // requested raw attention tensors of the layer as TensorChunks. The per-head
-// numbers come from the analysis library's HeadStatsAccumulator and the norms
-// from analysis::RowNorms, so they equal the final PromptStats exactly.
+// numbers and the norms are the PromptAnalyzer's own (a LayerListener): they
+// are computed once and equal the final PromptStats exactly.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +13,8 @@
 
 #include "attnscope/v1/attnscope.pb.h"
 #include "service/analysis/head_stats.h"
+#include "service/analysis/prompt_analyzer.h"
+#include "service/engine/analysis_run.h"
 #include "service/model/forward_observer.h"
 
 namespace attnscope::rpc {
@@ -31,19 +33,28 @@ struct StreamOptions {
   bool logits = false;
 };
 
-class LayerStreamer : public model::ForwardObserver {
+class LayerStreamer : public model::ForwardObserver, public analysis::LayerListener {
  public:
   // Returns false when the event could not be sent (the client is gone).
   using Emit = std::function<bool(const attnscope::v1::AnalyzeEvent&)>;
 
   LayerStreamer(int64_t num_layers, int64_t num_heads, StreamOptions options, Emit emit);
 
+  // Makes the streamer an extra observer of `settings`' analysis and its
+  // layer listener (both are needed).
+  void AttachTo(engine::AnalysisSettings& settings);
+
   model::ObserverNeeds Needs() const override;
   void OnBegin(int sequence, int64_t num_tokens) override;
+  // Emits the layer's attention chunks (after its LayerStats).
   void OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
                      int64_t width) override;
+  // Copies the rows of the heads whose raw attention was requested.
   void OnAttention(const model::AttentionBlock& block) override;
   void OnLogits(int sequence, const float* logits, int64_t num_tokens, int64_t vocab) override;
+  // Emits the layer's LayerStats from the analyzer's numbers.
+  void OnLayerDone(int layer, const analysis::HeadStats& heads,
+                   const std::vector<double>& norms) override;
 
   // True once an Emit failed; the caller's should_stop should then fire.
   bool failed() const { return failed_; }
@@ -53,7 +64,7 @@ class LayerStreamer : public model::ForwardObserver {
  private:
   bool Wanted(int layer, int64_t head) const;
   void CopyRows(const model::AttentionBlock& block, int64_t head, char* tensor) const;
-  void EmitLayer(int layer, const std::vector<double>* norms);
+  void EmitLayer(int layer, const analysis::HeadStats& heads, const std::vector<double>* norms);
   void EmitTensors(int layer);
   // `bytes` bytes at `data` as TensorChunks of at most chunk_bytes each.
   void EmitChunks(const std::string& name, int layer, int64_t head,
@@ -66,9 +77,7 @@ class LayerStreamer : public model::ForwardObserver {
   const StreamOptions options_;
   const Emit emit_;
   int64_t num_tokens_ = 0;
-  analysis::HeadStatsAccumulator heads_;
   std::vector<std::vector<char>> tensors_;  // [head]: (T, T) of the current layer
-  bool value_norms_ = false;
   bool failed_ = false;
   int layers_emitted_ = 0;
 };

@@ -57,6 +57,7 @@ void SetOptions(const engine::AnalysisSettings& settings, v1::AnalyzeOptions* op
   options->set_template_(std::string(analysis::TemplateName(settings.structure)));
   options->set_query_block_size(static_cast<int32_t>(settings.query_block_size));
   options->set_hidden_state_norms(true);
+  if (settings.precision) options->set_precision(model::PrecisionName(*settings.precision));
   if (settings.record_tensors) {
     // Every layer and head in float32, as a local recorder keeps them.
     options->set_return_attention(true);
@@ -323,6 +324,7 @@ absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model
   request.mutable_sampling()->set_seed(s.sampling.seed);
   request.set_num_alternatives(s.num_alternatives);
   request.set_layer_sink_scores(s.layer_sink_scores);
+  if (s.precision) request.set_precision(model::PrecisionName(*s.precision));
   request.set_stop_at_eos(s.stop_at_eos);
 
   grpc::ClientContext context;

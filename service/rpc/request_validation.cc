@@ -232,6 +232,14 @@ absl::Status CheckMessageSize(size_t bytes, int64_t max_bytes) {
       " bytes per request message (--max-message-bytes); send a shorter prompt"));
 }
 
+absl::StatusOr<model::Precision> PrecisionOf(const std::string& value, const std::string& field,
+                                             model::Precision fallback) {
+  if (value.empty()) return fallback;
+  absl::StatusOr<model::Precision> precision = model::ParsePrecision(value);
+  if (!precision.ok()) return Prefixed(precision.status(), field + ": ");
+  return *precision;
+}
+
 engine::GenerationSettings GenerationSettingsOf(const v1::GenerateRequest& r) {
   engine::GenerationSettings s;
   s.max_new_tokens = r.max_new_tokens();

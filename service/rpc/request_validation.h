@@ -88,6 +88,12 @@ absl::Status CheckNewTokenLimit(int64_t max_new_tokens, int64_t limit);
 // when a request's serialized size is over `max_bytes`.
 absl::Status CheckMessageSize(size_t bytes, int64_t max_bytes);
 
+// The precision a request's `field` ("options.precision", "precision")
+// names: `fallback` (the server's --precision) when empty; InvalidArgument
+// naming the field, the value and the accepted ones otherwise.
+absl::StatusOr<model::Precision> PrecisionOf(const std::string& value, const std::string& field,
+                                             model::Precision fallback);
+
 // The generation settings of a request (num_alternatives unset: 5,
 // stop_at_eos unset: true). Range checks are engine::ValidateGenerationSettings'.
 engine::GenerationSettings GenerationSettingsOf(const attnscope::v1::GenerateRequest& request);

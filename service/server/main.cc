@@ -40,7 +40,9 @@ absl::Status LoadModels(const ServerFlags& flags, rpc::ModelRegistry* registry) 
   std::vector<std::pair<std::string, std::string>> models = flags.models;
   if (models.empty()) models.emplace_back("tiny-gpt2", engine::DefaultModelDirectory());
   for (const auto& [name, dir] : models) {
-    auto bundle = engine::LoadModelBundle(dir);
+    model::ModelLoadOptions options;
+    options.device = flags.device;
+    auto bundle = engine::LoadModelBundle(dir, options);
     if (!bundle.ok()) {
       return absl::Status(bundle.status().code(),
                           absl::StrCat("--model ", name, "=", dir, ": ", bundle.status().message()));

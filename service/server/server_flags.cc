@@ -21,6 +21,13 @@ and server reflection) and Prometheus metrics over HTTP.
                             is the default model; default: the bundled model
                             as tiny-gpt2)
   --threads N               libtorch intra-op threads (default: all cores)
+  --device D                where the models run: cpu (default), cuda or
+                            auto (cuda when this build's libtorch has CUDA and
+                            sees a GPU, else cpu); cuda on a CPU-only build
+                            exits 1 saying so
+  --precision P             matrix products of requests that name none:
+                            float32 (default) or bf16 (bfloat16 operands,
+                            statistics in float32)
   --max-concurrent N        analyses/generations computing at once (default:
                             cores / threads, at least 1: more only makes the
                             forward passes fight over the cores)
@@ -103,6 +110,17 @@ Setter FileSetter(const std::string& flag, std::string* target) {
   };
 }
 
+// A value that `parse` (model::ParseDeviceKind, ParsePrecision) accepts.
+template <typename T, typename Parse>
+Setter ChoiceSetter(const std::string& flag, T* target, Parse parse, const std::string& accepted) {
+  return [=](const std::string& value) {
+    absl::StatusOr<T> parsed = parse(value);
+    if (!parsed.ok()) return BadValue(flag, value, accepted);
+    *target = *parsed;
+    return absl::OkStatus();
+  };
+}
+
 Setter ModelSetter(ServerFlags* flags) {
   return [=](const std::string& value) {
     const size_t eq = value.find('=');
@@ -121,6 +139,9 @@ std::map<std::string, Setter> Setters(ServerFlags* f) {
       {"metrics-listen", ListenSetter("metrics-listen", &f->metrics_listen)},
       {"model", ModelSetter(f)},
       {"threads", IntSetter("threads", &f->threads, 0, 1024)},
+      {"device", ChoiceSetter("device", &f->device, model::ParseDeviceKind, "cpu, cuda or auto")},
+      {"precision", ChoiceSetter("precision", &s->default_precision, model::ParsePrecision,
+                                 "float32 or bf16")},
       {"max-concurrent", IntSetter("max-concurrent", &s->max_concurrent, 1, 4096)},
       {"max-queue", IntSetter("max-queue", &s->max_queue, 0, 1 << 20)},
       {"max-prompt-tokens", IntSetter("max-prompt-tokens", &s->max_prompt_tokens, 0, 1 << 30)},

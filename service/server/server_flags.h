@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "service/model/compute_options.h"
 #include "service/rpc/rpc_server.h"
 
 namespace attnscope::server {
@@ -15,6 +16,7 @@ struct ServerFlags {
   std::string metrics_listen = "127.0.0.1:9464";
   std::vector<std::pair<std::string, std::string>> models;  // (NAME, DIR); empty: the default
   int threads = 0;          // libtorch intra-op threads; 0: all cores
+  model::DeviceKind device = model::DeviceKind::kCpu;  // where every model is loaded
   // --max-concurrent given? If not, the server picks cores / threads, so that
   // concurrent forward passes never oversubscribe the cores.
   bool max_concurrent_set = false;

@@ -3,6 +3,8 @@
 // uses (rpc::CreateClientChannel) and through the attnscope CLI.
 #include <stdlib.h>
 
+#include <vector>
+
 #include "service/rpc/client_channel.h"
 #include "tests/cli/run_cli.h"
 #include "tests/rpc/rpc_security_fixture.h"
@@ -126,6 +128,39 @@ TEST_F(RpcSecurityTest, TokenMissingOrWrongIsUnauthenticatedAndHealthStaysOpen) 
                         "attnscope_requests_total{code=\"UNAUTHENTICATED\",model=\"\",origin="
                         "\"user\",rpc=\"Analyze\"}"),
             3);  // missing, wrong, longer
+}
+
+// The unary calls behind remote tokenize, heads and ablate pass the same gate.
+TEST_F(RpcSecurityTest, TokenizeScanHeadsAndAblateNeedTheToken) {
+  StartSecureServer({"--auth-token-file", TokenFile()});
+  const auto codes = [](v1::Analyzer::Stub& stub) {
+    v1::TokenizeRequest tokenize;
+    tokenize.set_text("Hello");
+    v1::TokenizeResponse tokens;
+    grpc::ClientContext c1;
+    const grpc::StatusCode tokenized = stub.Tokenize(&c1, tokenize, &tokens).error_code();
+    v1::HeadScanRequest scan;
+    scan.mutable_probe()->mutable_random()->set_n(4);
+    v1::HeadScanResponse scanned;
+    grpc::ClientContext c2;
+    const grpc::StatusCode scanned_code = stub.ScanHeads(&c2, scan, &scanned).error_code();
+    v1::AblateRequest ablate;
+    ablate.mutable_probe()->mutable_random()->set_n(4);
+    v1::AblateResponse ablated;
+    grpc::ClientContext c3;
+    const grpc::StatusCode ablated_code = stub.Ablate(&c3, ablate, &ablated).error_code();
+    return std::vector<grpc::StatusCode>{tokenized, scanned_code, ablated_code};
+  };
+  rpc::ClientSecurity none;
+  for (grpc::StatusCode code : codes(*SecureStub(none))) {
+    EXPECT_EQ(code, grpc::StatusCode::UNAUTHENTICATED);
+  }
+  rpc::ClientSecurity right;
+  right.token = kToken;
+  const std::vector<grpc::StatusCode> served = codes(*SecureStub(right));
+  EXPECT_EQ(served[0], grpc::StatusCode::OK);
+  EXPECT_NE(served[1], grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_NE(served[2], grpc::StatusCode::UNAUTHENTICATED);
 }
 
 TEST_F(RpcSecurityTest, UnauthenticatedRequestsNeverReachTheFeed) {
