@@ -151,7 +151,9 @@ TEST(HeadsCliTest, JsonMatchesTheExportedAttentionsAndLogits) {
   EXPECT_NEAR(best["score"].get<double>(),
               ind[best["layer"].get<int>()][best["head"].get<int>()], 1e-6);
   for (int l = 0; l < 3; ++l) {
-    for (int h = 0; h < 4; ++h) EXPECT_LE(ind[l][h], best["score"].get<double>() + 1e-9);
+    // The scan and the export run attention in different block shapes, which
+    // agree to float32 rounding (not bit for bit): the same 1e-6 as above.
+    for (int h = 0; h < 4; ++h) EXPECT_LE(ind[l][h], best["score"].get<double>() + 1e-6);
   }
 }
 
