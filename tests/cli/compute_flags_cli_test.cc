@@ -1,7 +1,3 @@
-// NOT YET BUILT: written for perf-long but never compiled or run (the shared
-// machine could not build cli_test/rpc_test before the deadline), so it is
-// not listed in CMakeLists.txt. Add it to the test binary's SOURCES, build
-// and run it before relying on it.
 // attnscope analyze|generate --precision float32|bf16 and --device
 // cpu|cuda|auto, end to end: bad values are usage errors (exit 2) naming the
 // flag, the value and the accepted ones; --device cuda on this CPU-only

@@ -1,7 +1,3 @@
-// NOT YET BUILT: written for perf-long but never compiled or run (the shared
-// machine could not build cli_test/rpc_test before the deadline), so it is
-// not listed in CMakeLists.txt. Add it to the test binary's SOURCES, build
-// and run it before relying on it.
 // AnalyzeOptions.precision / GenerateRequest.precision and the server's
 // --precision and --device flags, on the real attnscope-server: a request's
 // precision wins over the server default, an unknown one is INVALID_ARGUMENT
