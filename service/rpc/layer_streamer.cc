@@ -78,7 +78,8 @@ void LayerStreamer::CopyRows(const model::AttentionBlock& b, int64_t head, char*
 
 void LayerStreamer::OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
                                   int64_t width) {
-  if (sequence != 0 || failed_ || state < 0 || state > num_layers_) return;
+  // Counted even after a failed send (layers_emitted); Send drops the rest.
+  if (sequence != 0 || state < 0 || state > num_layers_) return;
   if (num_tokens != num_tokens_ || x == nullptr || width < 1) return;
   if (options_.hidden_states) {
     EmitChunks("hidden_state", state, 0, {num_tokens, width}, v1::TENSOR_DTYPE_FLOAT32,

@@ -325,7 +325,8 @@ TEST_F(RpcTest, ReflectionListsAndDescribesTheAnalyzerService) {
     EXPECT_EQ(file.service(0).name(), "Analyzer");
     std::vector<std::string> methods;
     for (const auto& m : file.service(0).method()) methods.push_back(m.name());
-    EXPECT_THAT(methods, ElementsAre("ListModels", "Analyze", "Generate", "Subscribe"));
+    EXPECT_THAT(methods, ElementsAre("ListModels", "Analyze", "Generate", "Subscribe",
+                                      "Tokenize", "ScanHeads", "Ablate"));
     found = true;
   }
   EXPECT_TRUE(found);
