@@ -12,14 +12,20 @@ at::Tensor ExpandGroups(const at::Tensor& kv, int64_t num_heads) {
 }
 
 // True where query row r (at position p = past + row_begin + r) may not see
-// key j: j > p, or with a window W, j <= p - W.
-at::Tensor HiddenKeys(int64_t row_begin, int64_t rows, int64_t past, int64_t keys,
-                      int64_t window) {
-  const at::Tensor key_pos = at::arange(keys, at::kLong).unsqueeze(0);
-  const at::Tensor query_pos =
-      at::arange(past + row_begin, past + row_begin + rows, at::kLong).unsqueeze(1);
+// key j (at position q_j: j, or step.key_positions[j]): q_j > p, or with a
+// window W, q_j <= p - W; or where step.hidden_keys says so.
+at::Tensor HiddenKeys(int64_t row_begin, int64_t rows, const AttentionStep& step,
+                      int64_t keys) {
+  const at::Tensor key_pos =
+      (step.key_positions.defined() ? step.key_positions : at::arange(keys, at::kLong))
+          .unsqueeze(0);
+  const int64_t first = step.past + row_begin;
+  const at::Tensor query_pos = at::arange(first, first + rows, at::kLong).unsqueeze(1);
   at::Tensor hidden = key_pos > query_pos;  // (rows, keys)
-  if (window > 0) hidden = hidden.logical_or(key_pos <= query_pos - window);
+  if (step.window > 0) hidden = hidden.logical_or(key_pos <= query_pos - step.window);
+  if (step.hidden_keys.defined()) {
+    hidden = hidden.logical_or(step.hidden_keys.narrow(0, row_begin, rows));
+  }
   return hidden;
 }
 
@@ -51,7 +57,7 @@ at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::T
     // Gemma-2 soft-caps after scaling and before the mask.
     if (step.softcap > 0) scores = at::tanh(scores / step.softcap).mul_(step.softcap);
     // HF masks with the lowest finite value, not -inf (exp gives exact zeros).
-    scores.masked_fill_(HiddenKeys(begin, rows, step.past, num_keys, step.window),
+    scores.masked_fill_(HiddenKeys(begin, rows, step, num_keys),
                         std::numeric_limits<double>::lowest());
     const at::Tensor probs = at::softmax(scores, -1);
     out.narrow(2, begin, rows).copy_(at::matmul(probs, values));

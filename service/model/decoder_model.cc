@@ -3,36 +3,26 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
 #include "service/core/status_macros.h"
 #include "service/model/causal_attention.h"
 #include "service/model/decoder_weights.h"
 #include "service/model/forward_checks.h"
+#include "service/model/kv_cache.h"
 #include "service/model/rotary.h"
 #include "service/model/weight_loader.h"
 
 namespace attnscope::model {
 namespace {
 
-class DecoderCache : public KvCache {
- public:
-  explicit DecoderCache(int64_t layers) : keys(layers), values(layers) {}
-  int64_t length() const override { return length_; }
-  // Drops keys/values a failed (e.g. cancelled) step appended to some layers.
-  void Rollback() {
-    for (size_t l = 0; l < keys.size(); ++l) {
-      if (keys[l].defined() && keys[l].size(2) > length_) {
-        keys[l] = keys[l].narrow(2, 0, length_).contiguous();
-        values[l] = values[l].narrow(2, 0, length_).contiguous();
-      }
-    }
-  }
-  void Commit(int64_t length) { length_ = length; }
-  std::vector<at::Tensor> keys, values;  // per layer (1, KV, S, d), keys after rotary
-
- private:
-  int64_t length_ = 0;
-};
+// The caller's extra mask as a (T, S) bool tensor.
+at::Tensor HiddenKeysTensor(const std::vector<uint8_t>& hidden, int64_t tokens) {
+  const int64_t keys = static_cast<int64_t>(hidden.size()) / tokens;
+  return at::from_blob(const_cast<uint8_t*>(hidden.data()), {tokens, keys}, at::kByte)
+      .to(at::kBool);
+}
 
 // What one forward pass shares across its layers.
 struct PassState {
@@ -41,6 +31,10 @@ struct PassState {
   DecoderCache* cache = nullptr;
   RotaryTables rotary;  // undefined tensors without rotary embedding
   ObserverSet& observers;
+  // A cache that rotates keys by their cache index: tables for 0 .. S-1.
+  RotaryTables key_rotary;
+  at::Tensor key_positions;  // (S) long, or undefined for 0 .. S-1
+  at::Tensor hidden_keys;    // (T, S) bool, or undefined
 };
 
 class DecoderModel : public LanguageModel {
@@ -53,7 +47,11 @@ class DecoderModel : public LanguageModel {
                        const ForwardOptions& options,
                        const std::vector<ForwardObserver*>& observers) const override;
   std::unique_ptr<KvCache> NewCache() const override {
-    return std::make_unique<DecoderCache>(config_.num_layers);
+    return NewCache(CachePositions::kOriginal);
+  }
+  std::unique_ptr<KvCache> NewCache(CachePositions positions) const override {
+    if (positions == CachePositions::kCache && spec_.rope.kind == RopeKind::kNone) return nullptr;
+    return std::make_unique<DecoderCache>(config_.num_layers, positions);
   }
 
  private:
@@ -103,9 +101,10 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
   q = q.transpose(1, 2);  // (B, H, T, d)
   k = k.transpose(1, 2);  // (B, KV, T, d)
   v = v.transpose(1, 2);
+  const bool rotate_cached = pass.cache != nullptr && pass.cache->rotates_by_index();
   if (pass.rotary.cos.defined()) {
     q = ApplyRotary(q, pass.rotary);
-    k = ApplyRotary(k, pass.rotary);
+    if (!rotate_cached) k = ApplyRotary(k, pass.rotary);
   }
   AttentionStep step;
   step.layer = layer;
@@ -114,6 +113,8 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
   step.score_scale = a.score_scale;
   step.softcap = a.softcap;
   step.window = a.window[layer];
+  step.key_positions = pass.key_positions;
+  step.hidden_keys = pass.hidden_keys;
   // OPT scales the projected queries in float32 before the product.
   if (a.scale_query_first) {
     q = q * static_cast<float>(a.score_scale);
@@ -121,12 +122,9 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
   }
   if (a.divide_by_layer_number) step.score_scale /= (layer + 1);
   if (pass.cache != nullptr) {
-    if (pass.past > 0) {
-      k = at::cat({pass.cache->keys[layer], k}, 2);
-      v = at::cat({pass.cache->values[layer], v}, 2);
-    }
-    pass.cache->keys[layer] = k.contiguous();
-    pass.cache->values[layer] = v.contiguous();
+    std::tie(k, v) = pass.cache->Append(layer, k, v);
+    // StreamingLLM's position shift: every cached key at its cache index.
+    if (rotate_cached) k = ApplyRotary(k, pass.key_rotary);
   }
   at::Tensor o = CausalAttention(q, k, v, step, pass.observers);  // (B, H, T, d)
   AblateHeads(layer, pass.options, o);
@@ -186,17 +184,30 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
                                    const ForwardOptions& options,
                                    const std::vector<ForwardObserver*>& observers) const {
   auto* cache = static_cast<DecoderCache*>(options.cache);
-  const int64_t past = cache ? cache->length() : 0;
+  const int64_t past = cache ? cache->first_new_position() : 0;
   ATTNSCOPE_RETURN_IF_ERROR(CheckForwardInput(config_, batch, options, past));
+  const int64_t cached = cache ? cache->length() : 0;
+  const int64_t new_tokens = static_cast<int64_t>(batch[0].size());
+  if (!options.hidden_keys.empty() &&
+      options.hidden_keys.size() != static_cast<size_t>(new_tokens * (cached + new_tokens))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hidden_keys has ", options.hidden_keys.size(), " entries; a pass of ", new_tokens,
+        " tokens over ", cached + new_tokens, " keys needs ", new_tokens * (cached + new_tokens)));
+  }
   try {
     c10::InferenceMode inference;
     if (cache != nullptr) cache->Rollback();
     ObserverSet obs(observers);
     const int64_t batch_size = batch.size(), tokens = batch[0].size();
-    PassState pass{options, past, cache, {}, obs};
+    PassState pass{options, past, cache, {}, obs, {}, {}, {}};
     if (spec_.rope.kind != RopeKind::kNone) {
       pass.rotary = MakeRotaryTables(spec_.rope, past, tokens);
+      if (cache != nullptr && cache->rotates_by_index()) {
+        pass.key_rotary = MakeRotaryTables(spec_.rope, 0, cached + tokens);
+      }
     }
+    if (cache != nullptr) pass.key_positions = cache->KeyPositions(tokens);
+    if (!options.hidden_keys.empty()) pass.hidden_keys = HiddenKeysTensor(options.hidden_keys, tokens);
     at::Tensor x = Embed(IdsTensor(batch), past);  // (B, T, H)
     obs.Begin(batch_size, tokens);
     obs.PublishHidden(0, x);
@@ -210,7 +221,7 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
     x = Finish(x);
     obs.PublishHidden(static_cast<int>(config_.num_layers), x);
     if (obs.needs().logits) obs.PublishLogits(Logits(x));
-    if (cache != nullptr) cache->Commit(past + tokens);
+    if (cache != nullptr) cache->Commit(tokens);
     return absl::OkStatus();
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat(config_.model_type, " forward pass failed in libtorch: ",
