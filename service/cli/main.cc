@@ -19,6 +19,8 @@ Commands:
   heads      scan every head on the induction probe: previous-token,
              induction and sink scores, and the loss on each half
   ablate     switch heads off and measure the loss on each half of the probe
+  stream-ppl perplexity of a text read token by token under KV-cache
+             eviction policies (StreamingLLM: full, sinks, window, ...)
   health     ask a server's gRPC health service whether it serves (--server)
 
 With --server TARGET, analyze, generate and models run on a running
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
   if (command == "tokenize") return attnscope::cli::RunTokenize(args);
   if (command == "heads") return attnscope::cli::RunHeads(args);
   if (command == "ablate") return attnscope::cli::RunAblate(args);
+  if (command == "stream-ppl") return attnscope::cli::RunStreamPpl(args);
   std::cerr << "attnscope: unknown command '" << command << "'\n\n" << kHelp;
   return attnscope::cli::kExitUsage;
 }
