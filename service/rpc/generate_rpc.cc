@@ -63,6 +63,7 @@ absl::Status AnalyzerService::RunGenerate(RequestScope& scope, const v1::Generat
   ATTNSCOPE_ASSIGN_OR_RETURN(const engine::ModelBundle* bundle, models_.Find(request.model()));
   scope.SetServedModel(model_name);
   engine::GenerationSettings settings = GenerationSettingsOf(request);
+  ATTNSCOPE_RETURN_IF_ERROR(ApplyCachePolicy(request, settings));
   v1::Timings timings;
   ATTNSCOPE_ASSIGN_OR_RETURN(Admitted admitted,
                              AdmitAndTokenize(scope, *bundle, model_name, PromptOf(request),
