@@ -207,6 +207,14 @@ TEST(EvictionEvalTest, UnboundedPoliciesEqualFullPassesRotary) {
   ExpectUnboundedEqualsFullPasses(*b, CachePositions::kOriginal);
 }
 
+// Mistral's sliding window (16) is shorter than the 24 tokens read.
+TEST(EvictionEvalTest, UnboundedPoliciesEqualFullPassesSlidingWindow) {
+  std::unique_ptr<ModelBundle> b = Load(FixtureDir("mistral"));
+  ASSERT_NE(b, nullptr);
+  ExpectUnboundedEqualsFullPasses(*b, CachePositions::kCache);
+  ExpectUnboundedEqualsFullPasses(*b, CachePositions::kOriginal);
+}
+
 TEST(EvictionEvalTest, UnboundedPoliciesEqualFullPassesTrainedRotary) {
   std::unique_ptr<ModelBundle> b = Load(FixtureDir("llama-stories260K"));
   ASSERT_NE(b, nullptr);

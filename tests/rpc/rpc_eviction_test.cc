@@ -63,8 +63,9 @@ const engine::ModelBundle& Stories() {
 class RpcEvictionTest : public RpcTest {
  protected:
   void StartWithStories(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--threads", "1", "--model", "stories=" + StoriesDir(), "--model",
-                                     "tiny-gpt2=" + BundledModelDir()};
+    // tiny-gpt2 first: the default model, with the tokenizer StillServes needs.
+    std::vector<std::string> args = {"--threads", "1", "--model", "tiny-gpt2=" + BundledModelDir(),
+                                     "--model", "stories=" + StoriesDir()};
     args.insert(args.end(), extra.begin(), extra.end());
     StartServer(args);
   }
