@@ -3,7 +3,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -17,18 +19,30 @@
 namespace attnscope::bench {
 namespace {
 
-TensorToWrite Half(const std::string& name, std::vector<int64_t> shape, std::mt19937& rng,
-                   float stddev, float constant = 0.0f) {
+// Normal(0, stddev) values (or `constant` when stddev is 0) as F16 or F32.
+TensorToWrite Random(const std::string& name, std::vector<int64_t> shape, std::mt19937& rng,
+                     float stddev, float constant, DType dtype) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
-  std::string data(n * 2, '\0');
+  const bool half = dtype == DType::kF16;
+  std::string data(n * (half ? 2 : 4), '\0');
   std::normal_distribution<float> normal(0.0f, stddev);
   for (int64_t i = 0; i < n; ++i) {
-    const uint16_t bits = FloatToHalf(stddev > 0 ? normal(rng) : constant);
-    data[2 * i] = static_cast<char>(bits & 0xff);
-    data[2 * i + 1] = static_cast<char>(bits >> 8);
+    const float value = stddev > 0 ? normal(rng) : constant;
+    if (half) {
+      const uint16_t bits = FloatToHalf(value);
+      data[2 * i] = static_cast<char>(bits & 0xff);
+      data[2 * i + 1] = static_cast<char>(bits >> 8);
+    } else {
+      std::memcpy(&data[4 * i], &value, 4);  // little-endian host
+    }
   }
-  return TensorToWrite{name, DType::kF16, std::move(shape), std::move(data)};
+  return TensorToWrite{name, half ? DType::kF16 : DType::kF32, std::move(shape), std::move(data)};
+}
+
+TensorToWrite Half(const std::string& name, std::vector<int64_t> shape, std::mt19937& rng,
+                   float stddev, float constant = 0.0f) {
+  return Random(name, std::move(shape), rng, stddev, constant, DType::kF16);
 }
 
 double ProcStatusMiB(const char* key) {
@@ -43,9 +57,13 @@ double ProcStatusMiB(const char* key) {
 }  // namespace
 
 bool WriteRandomGpt2(const std::string& dir, int64_t layers, int64_t heads, int64_t width,
-                     int64_t vocab, int64_t positions) {
+                     int64_t vocab, int64_t positions, DType dtype) {
   std::mt19937 rng(1234);
   std::vector<TensorToWrite> t;
+  auto Half = [&](const std::string& name, std::vector<int64_t> shape, std::mt19937& r,
+                  float stddev, float constant = 0.0f) {
+    return Random(name, std::move(shape), r, stddev, constant, dtype);
+  };
   t.push_back(Half("wte.weight", {vocab, width}, rng, 0.02f));
   t.push_back(Half("wpe.weight", {positions, width}, rng, 0.01f));
   for (int64_t i = 0; i < layers; ++i) {
@@ -71,7 +89,7 @@ bool WriteRandomGpt2(const std::string& dir, int64_t layers, int64_t heads, int6
   }
   nlohmann::json config = {{"model_type", "gpt2"}, {"n_layer", layers}, {"n_head", heads},
                            {"n_embd", width},      {"vocab_size", vocab}, {"n_positions", positions},
-                           {"torch_dtype", "float16"}};
+                           {"torch_dtype", dtype == DType::kF16 ? "float16" : "float32"}};
   std::ofstream(dir + "/config.json") << config.dump(2);
   return true;
 }
@@ -131,10 +149,18 @@ Measurement MeasureInChild(const std::function<bool()>& setup, const std::functi
     if (setup()) {
       r.baseline_rss_mib = CurrentRssMiB();
       r.ok = run();  // warm-up
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < repeats && r.ok; ++i) r.ok = run();
-      r.seconds_per_run =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / repeats;
+      std::vector<double> times;
+      for (int i = 0; i < repeats && r.ok; ++i) {
+        const auto start = std::chrono::steady_clock::now();
+        r.ok = run();
+        times.push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      }
+      double total = 0;
+      for (double t : times) total += t;
+      r.seconds_per_run = times.empty() ? 0 : total / static_cast<double>(times.size());
+      std::sort(times.begin(), times.end());
+      r.median_seconds = times.empty() ? 0 : times[(times.size() - 1) / 2];
       r.peak_rss_mib = PeakRssMiB();
     }
     ssize_t written = write(fds[1], &r, sizeof(r));

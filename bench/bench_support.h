@@ -7,13 +7,15 @@
 #include <functional>
 #include <string>
 
+#include "service/core/dtype.h"
+
 namespace attnscope::bench {
 
-// Writes config.json + model.safetensors (F16) for a GPT-2 with the given
-// shape and random weights (normal, std 0.02; LayerNorm gains 1) into `dir`.
-// Returns false (printing why) on failure.
+// Writes config.json + model.safetensors (F16, or F32) for a GPT-2 with the
+// given shape and random weights (normal, std 0.02; LayerNorm gains 1) into
+// `dir`. Returns false (printing why) on failure.
 bool WriteRandomGpt2(const std::string& dir, int64_t layers, int64_t heads, int64_t width,
-                     int64_t vocab, int64_t positions);
+                     int64_t vocab, int64_t positions, DType dtype = DType::kF16);
 
 // Writes config.json + model.safetensors (F16) for a Llama (RMSNorm, rotary,
 // grouped-query attention with `kv_heads` key/value heads, SiLU-gated MLP of
@@ -28,6 +30,7 @@ double PeakRssMiB();
 struct Measurement {
   bool ok = false;
   double seconds_per_run = 0;   // mean over the timed runs
+  double median_seconds = 0;    // lower median of the timed runs
   double baseline_rss_mib = 0;  // after loading, before the first run
   double peak_rss_mib = 0;      // VmHWM at the end
 };

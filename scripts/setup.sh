@@ -2,6 +2,10 @@
 # Installs what attnscope needs on Debian 12 (only the packages that are
 # missing), then configures and builds into build/ (binaries in build/bin/).
 # Usage: scripts/setup.sh [TARGET...]  (no target: build everything)
+# Environment: ATTNSCOPE_BUILD_DIR (default build/), ATTNSCOPE_CMAKE_ARGS
+# (extra configure arguments, e.g. the sanitizer builds' -DATTNSCOPE_SANITIZE=
+# address: scripts/sanitize.sh), ATTNSCOPE_JOBS (parallel jobs; default from
+# cores and memory).
 # Idempotent: a second run with nothing changed takes a few seconds.
 set -euo pipefail
 
@@ -16,7 +20,9 @@ PACKAGES=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev zlib1g-dev
+  openssl
   chromium
+  clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
 
 missing=()
@@ -42,11 +48,14 @@ if [[ -n "${ATTNSCOPE_WARNINGS_AS_ERRORS:-}" ]]; then
 elif [[ "${CI:-}" == "true" ]]; then
   WERROR_ARGS=(-DATTNSCOPE_WARNINGS_AS_ERRORS=ON)
 fi
-cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${WERROR_ARGS[@]}" >/dev/null
+read -r -a EXTRA_ARGS <<<"${ATTNSCOPE_CMAKE_ARGS:-}"
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${WERROR_ARGS[@]}" \
+  "${EXTRA_ARGS[@]}" >/dev/null
 # libtorch translation units need ~1.5 GB each: cap parallel jobs by memory.
 mem_gb=$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)
 jobs=$(( $(nproc) + 1 ))
 (( jobs > mem_gb / 2 && mem_gb >= 2 )) && jobs=$(( mem_gb / 2 ))
+jobs="${ATTNSCOPE_JOBS:-$jobs}"
 # Arguments name the targets to build (default: everything, tests included).
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done

@@ -1,10 +1,12 @@
+// Connection: its lifetime and the user's requests (round_robin over the
+// whole target). The feeds, one per replica, are in connection_feeds.cc.
 #include "client/connection/connection.h"
 
 #include <QTimer>
 #include <chrono>
-#include <map>
 #include <mutex>
 
+#include "client/connection/connection_internal.h"
 #include "client/connection/stream_calls.h"
 
 namespace attnscope::dashboard {
@@ -19,62 +21,58 @@ void registerProtoMetaTypes() {
   qRegisterMetaType<Connection::State>();
 }
 
-// The current stub and every live call's context, so that any thread can
+// The requests' stub and every live call's context, so that any thread can
 // cancel a call (ClientContext::TryCancel is thread-safe).
-struct Connection::Calls {
+struct Connection::Requests {
   std::mutex mutex;
-  std::shared_ptr<AnalyzerStub> stub;
-  std::shared_ptr<grpc::ClientContext> probe;         // the attempt's ListModels
-  std::shared_ptr<grpc::ClientContext> subscription;  // the attempt's Subscribe
-  std::map<quint64, std::shared_ptr<grpc::ClientContext>> requests;
+  std::shared_ptr<AnalyzerStub> stub;  // round_robin over the target; null without one
+  std::map<quint64, std::shared_ptr<grpc::ClientContext>> calls;
 
   std::shared_ptr<AnalyzerStub> currentStub() {
     std::lock_guard<std::mutex> lock(mutex);
     return stub;
   }
-  std::shared_ptr<grpc::ClientContext> startRequest(quint64 tag, int timeoutMs) {
+  void setStub(std::shared_ptr<AnalyzerStub> next) {
+    std::lock_guard<std::mutex> lock(mutex);
+    stub = std::move(next);
+  }
+  std::shared_ptr<grpc::ClientContext> start(quint64 tag, int timeoutMs) {
     auto context = std::make_shared<grpc::ClientContext>();
     context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeoutMs));
     std::lock_guard<std::mutex> lock(mutex);
-    if (auto old = requests.find(tag); old != requests.end()) old->second->TryCancel();
-    requests[tag] = context;
+    if (auto old = calls.find(tag); old != calls.end()) old->second->TryCancel();
+    calls[tag] = context;
     return context;
   }
-  void endRequest(quint64 tag, const grpc::ClientContext* context) {
+  void end(quint64 tag, const grpc::ClientContext* context) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = requests.find(tag); it != requests.end() && it->second.get() == context) {
-      requests.erase(it);
+    if (auto it = calls.find(tag); it != calls.end() && it->second.get() == context) {
+      calls.erase(it);
     }
   }
   void cancel(quint64 tag) {
     std::lock_guard<std::mutex> lock(mutex);
-    if (auto it = requests.find(tag); it != requests.end()) it->second->TryCancel();
+    if (auto it = calls.find(tag); it != calls.end()) it->second->TryCancel();
   }
-  // Drops the stub and cancels the feed; requests too when `all`.
-  void stop(bool all) {
+  void cancelAll() {
     std::lock_guard<std::mutex> lock(mutex);
     stub.reset();
-    if (probe) probe->TryCancel();
-    if (subscription) subscription->TryCancel();
-    probe.reset();
-    subscription.reset();
-    if (!all) return;
-    for (auto& [tag, context] : requests) context->TryCancel();
+    for (auto& [tag, context] : calls) context->TryCancel();
   }
 };
 
 Connection::Connection(ConnectionOptions options, QObject* parent)
     : QObject(parent),
       m_options(options),
-      m_backoff(options.initialBackoffMs, options.maxBackoffMs),
-      m_retryTimer(new QTimer(this)),
+      m_resolveBackoff(options.initialBackoffMs, options.maxBackoffMs),
+      m_resolveTimer(new QTimer(this)),
       m_pool(new QThreadPool(this)),
-      m_calls(std::make_shared<Calls>()) {
+      m_requests(std::make_shared<Requests>()) {
   registerProtoMetaTypes();
-  // One thread stays on the feed; the others serve concurrent requests.
+  // One thread per replica stays on its feed; 16 more serve requests.
   m_pool->setMaxThreadCount(16);
-  m_retryTimer->setSingleShot(true);
-  connect(m_retryTimer, &QTimer::timeout, this, &Connection::startAttempt);
+  m_resolveTimer->setSingleShot(true);
+  connect(m_resolveTimer, &QTimer::timeout, this, &Connection::resolve);
 }
 
 Connection::~Connection() { shutdown(); }
@@ -93,145 +91,80 @@ QString Connection::stateName(State state) {
   return QString();
 }
 
-void Connection::setState(State state, const QString& detail) {
-  m_state.store(int(state));
-  Q_EMIT stateChanged(state, detail);
-}
-
-void Connection::stopCurrent() {
-  ++m_generation;  // a stale feed's events and end are ignored from now on
-  m_retryTimer->stop();
-  m_calls->stop(false);
-}
-
-void Connection::connectTo(const QString& address) {
-  stopCurrent();
-  m_address = address.trimmed();
-  m_backoff.reset();
+void Connection::connectTo(const QString& target) {
+  stopFeeds();
+  m_target = target.trimmed();
   m_everConnected = false;
-  if (m_address.isEmpty()) {
-    setState(State::Disconnected, QStringLiteral("no server address"));
+  m_resolveBackoff.reset();
+  m_resolveError.clear();
+  m_lastDetail = m_target;
+  if (m_target.isEmpty()) {
+    m_requests->setStub(nullptr);
+    m_state.store(int(State::Disconnected));
+    Q_EMIT stateChanged(State::Disconnected, QStringLiteral("no server address"));
     return;
   }
-  startAttempt();
+  // A TLS or token file that cannot be read leaves no stub: requests say
+  // "not connected" and every replica's feed shows the reason as it retries.
+  QString error;
+  m_requests->setStub(
+      makeStub(m_target, m_options.maxBackoffMs, m_options.security, &error, /*roundRobin=*/true));
+  m_state.store(int(State::Connecting));
+  Q_EMIT stateChanged(State::Connecting, m_target);
+  resolve();
 }
 
 void Connection::disconnectFromServer() {
-  stopCurrent();
-  m_address.clear();
-  setState(State::Disconnected, QString());
+  stopFeeds();
+  m_target.clear();
+  m_requests->setStub(nullptr);
+  m_state.store(int(State::Disconnected));
+  Q_EMIT stateChanged(State::Disconnected, QString());
+  checkIdle();  // at once when nothing was running
 }
 
 void Connection::shutdown() {
-  stopCurrent();
-  m_address.clear();
-  m_calls->stop(true);
+  stopFeeds();
+  m_target.clear();
+  m_requests->cancelAll();
   m_pool->waitForDone();
   m_state.store(int(State::Disconnected));
 }
 
-void Connection::startAttempt() {
-  if (m_address.isEmpty()) return;
-  const quint64 generation = ++m_generation;
-  setState(m_everConnected ? State::Reconnecting : State::Connecting, m_address);
-  {
-    std::lock_guard<std::mutex> lock(m_calls->mutex);
-    m_calls->stub = makeStub(m_address, m_options.maxBackoffMs);
-    m_calls->probe = std::make_shared<grpc::ClientContext>();
-    m_calls->subscription = std::make_shared<grpc::ClientContext>();
-  }
-  m_pool->start([this, generation] { runSubscription(generation); });
-}
-
-// On a pool thread: probe with ListModels, then read the feed until it ends.
-void Connection::runSubscription(quint64 generation) {
-  std::shared_ptr<AnalyzerStub> stub;
-  std::shared_ptr<grpc::ClientContext> probeContext;
-  std::shared_ptr<grpc::ClientContext> context;
-  {
-    std::lock_guard<std::mutex> lock(m_calls->mutex);
-    if (generation != m_generation.load()) return;  // superseded before it began
-    stub = m_calls->stub;
-    probeContext = m_calls->probe;
-    context = m_calls->subscription;
-  }
-  if (!stub || !probeContext || !context) return;
-  const auto report = [this, generation](const QString& error) {
-    QMetaObject::invokeMethod(
-        this, [this, generation, error] { onSubscriptionEnded(generation, error); },
-        Qt::QueuedConnection);
-  };
-  v1::ListModelsResponse models;
-  const grpc::Status probe =
-      listModels(*stub, probeContext.get(), m_options.probeTimeoutMs, &models);
-  if (!probe.ok()) return report(describeStatus(probe));
-  v1::SubscribeRequest request;
-  request.set_include_token_entropy(true);
-  const grpc::Status status = runSubscribe(
-      *stub, context.get(), request,
-      [&] {
-        QMetaObject::invokeMethod(
-            this, [this, generation, models] { onSubscribed(generation, models); },
-            Qt::QueuedConnection);
-      },
-      [&](const v1::FeedEvent& event) {
-        if (generation == m_generation.load()) Q_EMIT feedEvent(event);
-      });
-  report(status.ok() ? QStringLiteral("the server ended the feed") : describeStatus(status));
-}
-
-void Connection::onSubscribed(quint64 generation, const v1::ListModelsResponse& models) {
-  if (generation != m_generation.load()) return;
-  m_backoff.reset();
-  m_everConnected = true;
-  setState(State::Connected, m_address);
-  Q_EMIT modelsListed(models);
-  Q_EMIT subscribed(++m_subscriptions);
-}
-
-void Connection::onSubscriptionEnded(quint64 generation, const QString& error) {
-  if (generation != m_generation.load() || m_address.isEmpty()) return;
-  const int delay = m_backoff.nextDelayMs();
-  setState(m_everConnected ? State::Reconnecting : State::Connecting,
-           QStringLiteral("%1 (retrying in %2 s)").arg(error).arg(delay / 1000.0, 0, 'f', 1));
-  Q_EMIT reconnectScheduled(delay, m_backoff.attempts());
-  m_retryTimer->start(delay);
-}
-
 void Connection::analyze(quint64 tag, const v1::AnalyzeRequest& request) {
-  const std::shared_ptr<AnalyzerStub> stub = m_calls->currentStub();
+  const std::shared_ptr<AnalyzerStub> stub = m_requests->currentStub();
   if (!stub) {
     Q_EMIT analyzeFinished(tag, false, QStringLiteral("not connected to a server"));
     return;
   }
-  const auto context = m_calls->startRequest(tag, m_options.callTimeoutMs);
-  const std::shared_ptr<Calls> calls = m_calls;
-  m_pool->start([this, calls, stub, context, tag, request] {
+  const auto context = m_requests->start(tag, m_options.callTimeoutMs);
+  const std::shared_ptr<Requests> requests = m_requests;
+  m_pool->start([this, requests, stub, context, tag, request] {
     const grpc::Status status =
         runAnalyze(*stub, context.get(), request,
                    [&](const v1::AnalyzeEvent& e) { Q_EMIT analyzeEvent(tag, e); });
-    calls->endRequest(tag, context.get());
+    requests->end(tag, context.get());
     Q_EMIT analyzeFinished(tag, status.ok(), status.ok() ? QString() : describeStatus(status));
   });
 }
 
 void Connection::generate(quint64 tag, const v1::GenerateRequest& request) {
-  const std::shared_ptr<AnalyzerStub> stub = m_calls->currentStub();
+  const std::shared_ptr<AnalyzerStub> stub = m_requests->currentStub();
   if (!stub) {
     Q_EMIT generateFinished(tag, false, QStringLiteral("not connected to a server"));
     return;
   }
-  const auto context = m_calls->startRequest(tag, m_options.callTimeoutMs);
-  const std::shared_ptr<Calls> calls = m_calls;
-  m_pool->start([this, calls, stub, context, tag, request] {
+  const auto context = m_requests->start(tag, m_options.callTimeoutMs);
+  const std::shared_ptr<Requests> requests = m_requests;
+  m_pool->start([this, requests, stub, context, tag, request] {
     const grpc::Status status =
         runGenerate(*stub, context.get(), request,
                     [&](const v1::GenerateEvent& e) { Q_EMIT generateEvent(tag, e); });
-    calls->endRequest(tag, context.get());
+    requests->end(tag, context.get());
     Q_EMIT generateFinished(tag, status.ok(), status.ok() ? QString() : describeStatus(status));
   });
 }
 
-void Connection::cancel(quint64 tag) { m_calls->cancel(tag); }
+void Connection::cancel(quint64 tag) { m_requests->cancel(tag); }
 
 }  // namespace attnscope::dashboard

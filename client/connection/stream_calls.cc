@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "service/rpc/transport_security.h"
+
 namespace attnscope::dashboard {
 namespace {
 
@@ -56,17 +58,39 @@ grpc::Status drain(std::unique_ptr<Reader> reader,
   return reader->Finish();
 }
 
+rpc::ClientSecurity clientSecurity(const ConnectionSecurity& security) {
+  rpc::ClientSecurity out;
+  out.tls_ca_file = security.caFile.toStdString();
+  out.tls_cert_file = security.certFile.toStdString();
+  out.tls_key_file = security.keyFile.toStdString();
+  return out;
+}
+
 }  // namespace
 
-std::shared_ptr<AnalyzerStub> makeStub(const QString& address, int maxBackoffMs) {
+std::shared_ptr<AnalyzerStub> makeStub(const QString& target, int maxBackoffMs,
+                                       const ConnectionSecurity& security, QString* error,
+                                       bool roundRobin) {
+  rpc::ClientSecurity client = clientSecurity(security);
+  auto token = rpc::ClientToken(security.tokenFile.toStdString());
+  if (!token.ok()) {
+    *error = QString::fromStdString(std::string(token.status().message()));
+    return nullptr;
+  }
+  auto credentials = rpc::ChannelCredentialsFor(client);
+  if (!credentials.ok()) {
+    *error = QString::fromStdString(std::string(credentials.status().message()));
+    return nullptr;
+  }
   grpc::ChannelArguments args;
+  if (roundRobin) args.SetServiceConfigJSON(R"({"loadBalancingConfig":[{"round_robin":{}}]})");
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, maxBackoffMs);
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetMaxReceiveMessageSize(64 << 20);
   const auto channel =
-      grpc::CreateCustomChannel(address.toStdString(), grpc::InsecureChannelCredentials(), args);
+      rpc::CreateChannelWithToken(target.toStdString(), *credentials, args, *token);
   return std::shared_ptr<AnalyzerStub>(v1::Analyzer::NewStub(channel));
 }
 
@@ -105,6 +129,18 @@ grpc::Status runSubscribe(AnalyzerStub& stub, grpc::ClientContext* context,
   reader->WaitForInitialMetadata();
   onStarted();
   return drain<v1::FeedEvent>(std::move(reader), onEvent);
+}
+
+QString describeConnectError(const grpc::Status& status, const ConnectionSecurity& security) {
+  // The probe waits for the server (wait_for_ready), so a handshake that
+  // keeps failing ends as DEADLINE_EXCEEDED rather than UNAVAILABLE.
+  if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
+      status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return describeStatus(status);
+  }
+  const absl::Status explained = rpc::ExplainTransportError(
+      absl::UnavailableError(status.error_message()), clientSecurity(security));
+  return describeStatus(grpc::Status(status.error_code(), std::string(explained.message())));
 }
 
 }  // namespace attnscope::dashboard

@@ -9,19 +9,31 @@
 #include <memory>
 
 #include "attnscope/v1/attnscope.grpc.pb.h"
+#include "client/connection/connection.h"
 
 namespace attnscope::dashboard {
 
 using AnalyzerStub = attnscope::v1::Analyzer::Stub;
 
-// A channel to host:port that retries a lost connection within maxBackoffMs
-// (gRPC's own default waits up to two minutes) and accepts messages up to
-// 64 MiB. Each call gets its own subchannel pool, so a new channel starts
-// connecting at once instead of inheriting an old channel's back-off.
-std::shared_ptr<AnalyzerStub> makeStub(const QString& address, int maxBackoffMs);
+// A channel to a gRPC target (host:port, dns:///host:port, ipv4:a:p,b:p, ...)
+// that retries a lost connection within maxBackoffMs (gRPC's own default
+// waits up to two minutes) and accepts messages up to 64 MiB. Each call gets
+// its own subchannel pool, so a new channel starts connecting at once instead
+// of inheriting an old channel's back-off. With `security`'s TLS files and
+// bearer token (see ConnectionSecurity); nullptr with the reason in *error
+// when one of its files cannot be read. roundRobin: gRPC's round_robin
+// policy spreads calls over every address the target resolves to (else
+// pick_first: one address).
+std::shared_ptr<AnalyzerStub> makeStub(const QString& target, int maxBackoffMs,
+                                       const ConnectionSecurity& security, QString* error,
+                                       bool roundRobin = false);
 
 // "UNAVAILABLE: failed to connect" for a failed status, "OK" otherwise.
 QString describeStatus(const grpc::Status& status);
+// describeStatus, plus a hint about TLS for a failure to connect
+// (UNAVAILABLE, or DEADLINE_EXCEEDED of a probe that waited for the server):
+// a plaintext client to a TLS server, a certificate the CA does not sign.
+QString describeConnectError(const grpc::Status& status, const ConnectionSecurity& security);
 
 // ListModels, waiting up to timeoutMs for the server to be reachable.
 // `context` must be fresh; it may be cancelled from another thread.

@@ -15,8 +15,9 @@ bool fail(QString* error, const QString& message) {
   return false;
 }
 
-QString requestName(const v1::FeedEvent& event) {
-  return QStringLiteral("feed request %1").arg(event.request_id());
+QString requestName(const QString& replica, const v1::FeedEvent& event) {
+  if (replica.isEmpty()) return QStringLiteral("feed request %1").arg(event.request_id());
+  return QStringLiteral("feed request %1 of %2").arg(event.request_id()).arg(replica);
 }
 
 QDateTime eventTime(const v1::FeedEvent& event) {
@@ -108,10 +109,11 @@ QString stateText(const FeedRow& row) {
 
 FeedModel::FeedModel(QObject* parent) : QAbstractTableModel(parent) {}
 
-bool FeedModel::apply(const v1::FeedEvent& event, QString* error) {
-  if (event.dropped() > m_dropped) {
-    m_dropped = event.dropped();
-    Q_EMIT droppedEventsChanged(m_dropped);
+bool FeedModel::apply(const QString& replica, const v1::FeedEvent& event, QString* error) {
+  sessionOf(replica);
+  if (event.dropped() > m_dropped.value(replica)) {
+    m_dropped[replica] = event.dropped();
+    Q_EMIT droppedEventsChanged(droppedEvents());
   }
   if (fromDashboard(event)) {
     if (event.has_started()) ++m_dashboardRequests;
@@ -119,29 +121,32 @@ bool FeedModel::apply(const v1::FeedEvent& event, QString* error) {
   }
   switch (event.event_case()) {
     case v1::FeedEvent::kStarted:
-      return applyStarted(event, error);
+      return applyStarted(replica, event, error);
     case v1::FeedEvent::kToken:
-      return applyToken(event, error);
+      return applyToken(replica, event, error);
     case v1::FeedEvent::kFinished:
-      return applyFinished(event, error);
+      return applyFinished(replica, event, error);
     case v1::FeedEvent::EVENT_NOT_SET:
       break;
   }
-  return fail(error, requestName(event) + QStringLiteral(": event has no payload"));
+  return fail(error, requestName(replica, event) + QStringLiteral(": event has no payload"));
 }
 
-bool FeedModel::applyStarted(const v1::FeedEvent& event, QString* error) {
-  if (findRow(event.request_id()) >= 0) {
-    return fail(error, requestName(event) + QStringLiteral(": duplicate 'started'"));
+bool FeedModel::applyStarted(const QString& replica, const v1::FeedEvent& event,
+                             QString* error) {
+  const quint64 session = sessionOf(replica);
+  if (findRow(session, event.request_id()) >= 0) {
+    return fail(error, requestName(replica, event) + QStringLiteral(": duplicate 'started'"));
   }
   const v1::RequestStarted& s = event.started();
   if (s.prompt_tokens() < 0) {
-    return fail(error, requestName(event) +
+    return fail(error, requestName(replica, event) +
                            QStringLiteral(": prompt_tokens %1 < 0").arg(s.prompt_tokens()));
   }
   FeedRow row;
-  row.session = m_session;
+  row.session = session;
   row.requestId = event.request_id();
+  row.replica = replica;
   row.time = eventTime(event);
   row.rpc = QString::fromStdString(s.rpc());
   row.model = QString::fromStdString(s.model());
@@ -153,24 +158,24 @@ bool FeedModel::applyStarted(const v1::FeedEvent& event, QString* error) {
   return true;
 }
 
-bool FeedModel::applyToken(const v1::FeedEvent& event, QString* error) {
-  const int index = findRow(event.request_id());
+bool FeedModel::applyToken(const QString& replica, const v1::FeedEvent& event, QString* error) {
+  const int index = findRow(sessionOf(replica), event.request_id());
   if (index < 0) {
-    return fail(error, requestName(event) + QStringLiteral(": 'token' for an unknown request"));
+    return fail(error, requestName(replica, event) + QStringLiteral(": 'token' for an unknown request"));
   }
   FeedRow& row = m_rows[index];
   if (row.state != FeedRow::State::Running) {
-    return fail(error, requestName(event) + QStringLiteral(": 'token' after the request ended"));
+    return fail(error, requestName(replica, event) + QStringLiteral(": 'token' after the request ended"));
   }
   const v1::TokenEntropy& t = event.token();
   const int expected = row.tokens.isEmpty() ? 0 : row.tokens.last().index + 1;
   if (t.index() < expected) {
     return fail(
-        error, requestName(event) +
+        error, requestName(replica, event) +
                    QStringLiteral(": token index %1, expected >= %2").arg(t.index()).arg(expected));
   }
   if (!std::isfinite(t.entropy_normalized()) || !std::isfinite(t.entropy_nats())) {
-    return fail(error, requestName(event) + QStringLiteral(": token entropy is not finite"));
+    return fail(error, requestName(replica, event) + QStringLiteral(": token entropy is not finite"));
   }
   if (row.tokens.size() < kMaxTokensPerRow) {
     row.tokens.append(
@@ -181,15 +186,18 @@ bool FeedModel::applyToken(const v1::FeedEvent& event, QString* error) {
   return true;
 }
 
-bool FeedModel::applyFinished(const v1::FeedEvent& event, QString* error) {
+bool FeedModel::applyFinished(const QString& replica, const v1::FeedEvent& event,
+                              QString* error) {
   const QString problem = checkFinished(event.finished());
-  if (!problem.isEmpty()) return fail(error, requestName(event) + QStringLiteral(": ") + problem);
-  const int index = findRow(event.request_id());
+  if (!problem.isEmpty()) return fail(error, requestName(replica, event) + QStringLiteral(": ") + problem);
+  const quint64 session = sessionOf(replica);
+  const int index = findRow(session, event.request_id());
   if (index < 0) {
     // Started before we subscribed: the finish alone has everything.
     FeedRow row;
-    row.session = m_session;
+    row.session = session;
     row.requestId = event.request_id();
+    row.replica = replica;
     row.time = eventTime(event);
     copyFinished(event.finished(), &row);
     insertRow(std::move(row));
@@ -198,7 +206,7 @@ bool FeedModel::applyFinished(const v1::FeedEvent& event, QString* error) {
   }
   FeedRow& row = m_rows[index];
   if (row.state != FeedRow::State::Running) {
-    return fail(error, requestName(event) + QStringLiteral(": duplicate 'finished'"));
+    return fail(error, requestName(replica, event) + QStringLiteral(": duplicate 'finished'"));
   }
   copyFinished(event.finished(), &row);
   emitRowChanged(index);
@@ -206,14 +214,28 @@ bool FeedModel::applyFinished(const v1::FeedEvent& event, QString* error) {
   return true;
 }
 
-void FeedModel::beginSession() {
-  ++m_session;
-  if (m_dropped != 0) {
-    m_dropped = 0;  // the new server counts from zero
-    Q_EMIT droppedEventsChanged(0);
+quint64 FeedModel::sessionOf(const QString& replica) {
+  auto it = m_sessions.find(replica);
+  if (it != m_sessions.end()) return it.value();
+  if (!replica.isEmpty()) m_replicas.append(replica);
+  return m_sessions[replica] = ++m_lastSession;
+}
+
+quint64 FeedModel::droppedEvents() const {
+  quint64 sum = 0;
+  for (const quint64 dropped : m_dropped) sum += dropped;
+  return sum;
+}
+
+void FeedModel::beginSession(const QString& replica) {
+  sessionOf(replica);
+  m_sessions[replica] = ++m_lastSession;
+  if (m_dropped.value(replica) != 0) {
+    m_dropped[replica] = 0;  // the new server counts from zero
+    Q_EMIT droppedEventsChanged(droppedEvents());
   }
   for (int i = 0; i < m_rows.size(); ++i) {
-    if (m_rows[i].state == FeedRow::State::Running) {
+    if (m_rows[i].replica == replica && m_rows[i].state == FeedRow::State::Running) {
       m_rows[i].state = FeedRow::State::Lost;
       emitRowChanged(i);
     }
@@ -233,10 +255,10 @@ const FeedRow* FeedModel::rowAt(int row) const {
   return row >= 0 && row < m_rows.size() ? &m_rows[row] : nullptr;
 }
 
-int FeedModel::findRow(quint64 requestId) const {
+int FeedModel::findRow(quint64 session, quint64 requestId) const {
+  // Replicas' rows interleave, so every row is looked at (at most maxRows).
   for (int i = 0; i < m_rows.size(); ++i) {
-    if (m_rows[i].session != m_session) return -1;  // older sessions are below
-    if (m_rows[i].requestId == requestId) return i;
+    if (m_rows[i].session == session && m_rows[i].requestId == requestId) return i;
   }
   return -1;
 }
@@ -295,6 +317,8 @@ QVariant FeedModel::data(const QModelIndex& index, int role) const {
       return row->promptPreview;
     case ModelRole:
       return row->model;
+    case ReplicaRole:
+      return row->replica;
     case SortRole:
       return sortData(*row, index.column());
     default:
@@ -306,6 +330,8 @@ QVariant FeedModel::displayData(const FeedRow& row, int column) const {
   switch (column) {
     case Time:
       return row.time.toString(QStringLiteral("HH:mm:ss"));
+    case Replica:
+      return row.replica;
     case Rpc:
       return row.rpc;
     case Model:
@@ -364,10 +390,9 @@ QVariant FeedModel::backgroundData(const FeedRow& row, int column) const {
 }
 
 QVariant FeedModel::toolTipData(const FeedRow& row) const {
-  QString tip = QStringLiteral("%1 #%2 on %3\n%4")
-                    .arg(row.rpc)
-                    .arg(row.requestId)
-                    .arg(row.model, row.promptPreview);
+  QString tip = QStringLiteral("%1 #%2 on %3").arg(row.rpc).arg(row.requestId).arg(row.model);
+  if (!row.replica.isEmpty()) tip += QStringLiteral(", replica %1").arg(row.replica);
+  tip += QStringLiteral("\n") + row.promptPreview;
   if (!row.errorMessage.isEmpty())
     tip += QStringLiteral("\n%1: %2").arg(row.status, row.errorMessage);
   return tip;
@@ -375,10 +400,12 @@ QVariant FeedModel::toolTipData(const FeedRow& row) const {
 
 QVariant FeedModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount) return {};
-  static const char* const kTitles[ColumnCount] = {"Time",   "RPC",   "Model", "Prompt",  "Tokens",
-                                                   "Health", "Sinks", "Max H", "Duration"};
+  static const char* const kTitles[ColumnCount] = {"Time",   "Replica", "RPC",   "Model",
+                                                   "Prompt", "Tokens",  "Health", "Sinks",
+                                                   "Max H",  "Duration"};
   static const char* const kTips[ColumnCount] = {
       "When the request started",
+      "The replica that served it (its address behind the target)",
       "Analyze or Generate",
       "The model that served it",
       "The first 80 characters of the prompt",

@@ -4,6 +4,7 @@
 
 #include <QAbstractTableModel>
 #include <QDateTime>
+#include <QHash>
 #include <QString>
 #include <QVector>
 #include <QtNumeric>
@@ -25,8 +26,11 @@ struct FeedToken {
 struct FeedRow {
   enum class State { Running, Finished, Failed, Lost };
 
-  quint64 session = 0;  // FeedModel::beginSession() count when it started
-  quint64 requestId = 0;
+  // The replica's feed session it came in (unique over all replicas: a
+  // (session, requestId) pair names one request).
+  quint64 session = 0;
+  quint64 requestId = 0;  // the replica's own id (ids restart with a replica)
+  QString replica;        // which replica served it: its address ("" if unknown)
   QDateTime time;  // when the request started (or finished, if unseen)
   QString rpc;     // "Analyze" or "Generate"
   QString model;
@@ -54,7 +58,9 @@ struct FeedRow {
   bool hasDetail() const { return detail && detail->has_tokens() && detail->has_summary(); }
 };
 
-// Rows of FeedRow, newest first, at most maxRows() (the oldest fall off).
+// Rows of FeedRow, newest first, at most maxRows() (the oldest fall off),
+// merged from the feeds of every replica behind the dashboard's target: a
+// request is named by its replica and that replica's request id.
 // apply() validates every event: a malformed or out-of-order one changes
 // nothing and returns false with a message naming the request and the field.
 class FeedModel : public QAbstractTableModel {
@@ -63,6 +69,7 @@ class FeedModel : public QAbstractTableModel {
  public:
   enum Column {
     Time,
+    Replica,
     Rpc,
     Model,
     Prompt,
@@ -79,6 +86,7 @@ class FeedModel : public QAbstractTableModel {
     RequestIdRole,                       // quint64
     PromptPreviewRole,                   // QString, unabridged preview
     ModelRole,                           // QString
+    ReplicaRole,                         // QString
     SortRole,                            // a number or string to sort by
   };
   Q_ENUM(Column)
@@ -97,13 +105,17 @@ class FeedModel : public QAbstractTableModel {
   // negative counts or durations, non-finite values). Events of requests a
   // dashboard made for itself (origin REQUEST_ORIGIN_DASHBOARD) add no row:
   // they are counted in dashboardRequests() and otherwise ignored.
+  // `replica` names the feed it came from ("" for a single server).
+  bool apply(const attnscope::v1::FeedEvent& event, QString* error = nullptr) {
+    return apply(QString(), event, error);
+  }
+  bool apply(const QString& replica, const attnscope::v1::FeedEvent& event,
+             QString* error = nullptr);
 
-  bool apply(const attnscope::v1::FeedEvent& event, QString* error = nullptr);
-
-  // Call after (re)subscribing: request ids restart with a new server, and
-  // requests still running on the old connection will never finish, so they
-  // are marked Lost.
-  void beginSession();
+  // Call after (re)subscribing to `replica`: request ids restart with a new
+  // server, and its requests still running on the old connection will never
+  // finish, so they are marked Lost. Other replicas' rows are untouched.
+  void beginSession(const QString& replica = QString());
 
   // At least 1; shrinking drops the oldest rows.
   void setMaxRows(int maxRows);
@@ -112,9 +124,11 @@ class FeedModel : public QAbstractTableModel {
   // Requests announced with origin DASHBOARD (detail fetches), not shown.
   quint64 dashboardRequests() const { return m_dashboardRequests; }
 
-  // Highest FeedEvent.dropped seen in this session: events the server dropped
-  // because this subscriber was slow.
-  quint64 droppedEvents() const { return m_dropped; }
+  // Events the servers dropped because this subscriber was slow: the sum over
+  // replicas of the highest FeedEvent.dropped of each one's current session.
+  quint64 droppedEvents() const;
+  // The distinct replicas seen, in order of appearance.
+  QStringList replicaNames() const { return m_replicas; }
 
   // nullptr when row is out of range.
   const FeedRow* rowAt(int row) const;
@@ -134,10 +148,13 @@ class FeedModel : public QAbstractTableModel {
   void requestFinished(int row);
 
  private:
-  bool applyStarted(const attnscope::v1::FeedEvent& event, QString* error);
-  bool applyToken(const attnscope::v1::FeedEvent& event, QString* error);
-  bool applyFinished(const attnscope::v1::FeedEvent& event, QString* error);
-  int findRow(quint64 requestId) const;
+  bool applyStarted(const QString& replica, const attnscope::v1::FeedEvent& event,
+                    QString* error);
+  bool applyToken(const QString& replica, const attnscope::v1::FeedEvent& event, QString* error);
+  bool applyFinished(const QString& replica, const attnscope::v1::FeedEvent& event,
+                     QString* error);
+  quint64 sessionOf(const QString& replica);
+  int findRow(quint64 session, quint64 requestId) const;
   void insertRow(FeedRow row);
   void noteModel(const QString& model);
   void emitRowChanged(int row);
@@ -148,8 +165,10 @@ class FeedModel : public QAbstractTableModel {
 
   QVector<FeedRow> m_rows;  // newest first
   int m_maxRows = 1000;
-  quint64 m_session = 0;
-  quint64 m_dropped = 0;
+  quint64 m_lastSession = 0;
+  QHash<QString, quint64> m_sessions;  // replica -> its current session
+  QHash<QString, quint64> m_dropped;   // replica -> dropped in that session
+  QStringList m_replicas;
   quint64 m_dashboardRequests = 0;
   QStringList m_models;
 };

@@ -16,12 +16,17 @@ FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
       m_feed(feed),
       m_proxy(new FeedFilterProxy(this)),
       m_models(new QComboBox(this)),
+      m_replicas(new QComboBox(this)),
       m_filter(new QLineEdit(this)),
       m_table(new QTableView(this)),
       m_count(new QLabel(this)),
       m_follow(new QCheckBox(tr("Follow &latest"), this)) {
   setObjectName(QStringLiteral("feedPanel"));
   m_models->setObjectName(QStringLiteral("modelFilterCombo"));
+  m_replicas->setObjectName(QStringLiteral("replicaFilterCombo"));
+  m_replicas->addItem(tr("All replicas"), QString());
+  m_replicas->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  m_replicas->setVisible(false);
   m_filter->setObjectName(QStringLiteral("feedFilterEdit"));
   m_table->setObjectName(QStringLiteral("feedTable"));
   m_follow->setObjectName(QStringLiteral("followLatestCheck"));
@@ -31,6 +36,32 @@ FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
   m_filter->setPlaceholderText(tr("Filter prompts (Ctrl+L)"));
   m_filter->setClearButtonEnabled(true);
   m_proxy->setSourceModel(feed);
+  setUpTable();
+  auto* filters = new QHBoxLayout;
+  filters->addWidget(m_models);
+  filters->addWidget(m_replicas);
+  filters->addWidget(m_filter, 1);
+  filters->addWidget(m_count);
+  filters->addWidget(m_follow);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(filters);
+  layout->addWidget(m_table, 1);
+  connect(m_filter, &QLineEdit::textChanged, m_proxy, &FeedFilterProxy::setTextFilter);
+  connect(m_models, &QComboBox::currentIndexChanged, this,
+          [this] { m_proxy->setModelFilter(m_models->currentData().toString()); });
+  connect(m_replicas, &QComboBox::currentIndexChanged, this,
+          [this] { m_proxy->setReplicaFilter(m_replicas->currentData().toString()); });
+  connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+          &FeedPanel::onCurrentChanged);
+  connect(m_proxy, &QAbstractItemModel::rowsInserted, this, &FeedPanel::updateCount);
+  connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, &FeedPanel::updateCount);
+  connect(m_proxy, &QAbstractItemModel::modelReset, this, &FeedPanel::updateCount);
+  connect(m_proxy, &QAbstractItemModel::layoutChanged, this, &FeedPanel::updateCount);
+  updateCount();
+}
+
+void FeedPanel::setUpTable() {
   m_table->setModel(m_proxy);
   m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
   m_table->setSelectionMode(QAbstractItemView::SingleSelection);
@@ -42,25 +73,7 @@ FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
   QHeaderView* header = m_table->horizontalHeader();
   header->setSectionResizeMode(QHeaderView::ResizeToContents);
   header->setSectionResizeMode(FeedModel::Prompt, QHeaderView::Stretch);
-  auto* filters = new QHBoxLayout;
-  filters->addWidget(m_models);
-  filters->addWidget(m_filter, 1);
-  filters->addWidget(m_count);
-  filters->addWidget(m_follow);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addLayout(filters);
-  layout->addWidget(m_table, 1);
-  connect(m_filter, &QLineEdit::textChanged, m_proxy, &FeedFilterProxy::setTextFilter);
-  connect(m_models, &QComboBox::currentIndexChanged, this,
-          [this] { m_proxy->setModelFilter(m_models->currentData().toString()); });
-  connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          &FeedPanel::onCurrentChanged);
-  connect(m_proxy, &QAbstractItemModel::rowsInserted, this, &FeedPanel::updateCount);
-  connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, &FeedPanel::updateCount);
-  connect(m_proxy, &QAbstractItemModel::modelReset, this, &FeedPanel::updateCount);
-  connect(m_proxy, &QAbstractItemModel::layoutChanged, this, &FeedPanel::updateCount);
-  updateCount();
+  m_table->setColumnHidden(FeedModel::Replica, true);
 }
 
 void FeedPanel::addModelName(const QString& model) {
@@ -86,6 +99,17 @@ void FeedPanel::selectRow(int proxyRow) {
 }
 
 void FeedPanel::setFollowing(bool follow) { m_follow->setChecked(follow); }
+
+void FeedPanel::setReplicas(const QStringList& replicas) {
+  const bool several = replicas.size() > 1;
+  m_table->setColumnHidden(FeedModel::Replica, !several);
+  const QString current = m_replicas->currentData().toString();
+  while (m_replicas->count() > 1) m_replicas->removeItem(1);
+  for (const QString& replica : replicas) m_replicas->addItem(replica, replica);
+  const int index = m_replicas->findData(current);
+  m_replicas->setCurrentIndex(index >= 0 ? index : 0);
+  m_replicas->setVisible(several);
+}
 
 bool FeedPanel::isFollowing() const { return m_follow->isChecked(); }
 

@@ -25,6 +25,7 @@ class FeedPanel : public QWidget {
   QTableView* table() const { return m_table; }
   QLineEdit* filterEdit() const { return m_filter; }
   QComboBox* modelCombo() const { return m_models; }
+  QComboBox* replicaCombo() const { return m_replicas; }
   QCheckBox* followCheck() const { return m_follow; }
 
   // Selects the row at `proxyRow` of the filtered table.
@@ -33,6 +34,10 @@ class FeedPanel : public QWidget {
   // selected and shown as it ends.
   void setFollowing(bool follow);
   bool isFollowing() const;
+  // The replicas behind the target: with several, the Replica column and a
+  // replica filter are shown (a filter on a replica no longer listed is
+  // dropped).
+  void setReplicas(const QStringList& replicas);
 
  public Q_SLOTS:
   // FeedModel::requestFinished: selects that row when following.
@@ -45,12 +50,14 @@ class FeedPanel : public QWidget {
   void requestSelected(const attnscope::dashboard::FeedRow& row);
 
  private:
+  void setUpTable();
   void onCurrentChanged(const QModelIndex& current);
   void updateCount();
 
   FeedModel* m_feed;
   FeedFilterProxy* m_proxy;
   QComboBox* m_models;
+  QComboBox* m_replicas;
   QLineEdit* m_filter;
   QTableView* m_table;
   QLabel* m_count;

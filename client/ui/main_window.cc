@@ -18,6 +18,15 @@ namespace {
 namespace v1 = attnscope::v1;
 
 constexpr int kMaxRememberedPrompts = 100;
+
+void setChat(const ChatInput& chat, v1::Conversation* conversation) {
+  for (const ChatMessageInput& m : chat.messages) {
+    v1::ChatMessage* message = conversation->add_messages();
+    message->set_role(m.role.toStdString());
+    message->set_content(m.content.toStdString());
+  }
+  conversation->set_add_generation_prompt(chat.addGenerationPrompt);
+}
 constexpr int kStatusMessageMs = 8000;
 
 QGroupBox* framed(const QString& title, QWidget* content) {
@@ -28,11 +37,35 @@ QGroupBox* framed(const QString& title, QWidget* content) {
   return box;
 }
 
+// The security settings last used: file paths only.
+ConnectionSecurity storedSecurity() {
+  QSettings settings;
+  ConnectionSecurity security;
+  security.caFile = settings.value(QStringLiteral("server/tlsCaFile")).toString();
+  security.certFile = settings.value(QStringLiteral("server/tlsCertFile")).toString();
+  security.keyFile = settings.value(QStringLiteral("server/tlsKeyFile")).toString();
+  security.tokenFile = settings.value(QStringLiteral("server/tokenFile")).toString();
+  return security;
+}
+
+void storeSecurity(const ConnectionSecurity& security) {
+  QSettings settings;
+  settings.setValue(QStringLiteral("server/tlsCaFile"), security.caFile);
+  settings.setValue(QStringLiteral("server/tlsCertFile"), security.certFile);
+  settings.setValue(QStringLiteral("server/tlsKeyFile"), security.keyFile);
+  settings.setValue(QStringLiteral("server/tokenFile"), security.tokenFile);
+}
+
+ConnectionOptions withStoredSecurity(ConnectionOptions options) {
+  if (options.security == ConnectionSecurity()) options.security = storedSecurity();
+  return options;
+}
+
 }  // namespace
 
 MainWindow::MainWindow(const QString& server, ConnectionOptions options, QWidget* parent)
     : QMainWindow(parent),
-      m_connection(new Connection(options)),
+      m_connection(new Connection(withStoredSecurity(options))),
       m_feed(new FeedModel(this)),
       m_analysis(new PromptAnalysis(this)) {
   setObjectName(QStringLiteral("mainWindow"));
@@ -45,6 +78,10 @@ MainWindow::MainWindow(const QString& server, ConnectionOptions options, QWidget
   buildActions();
   wireConnection();
   restoreSettings();
+  // Given explicitly (the command line, a test): remembered like a choice
+  // made in Settings.
+  if (options.security != ConnectionSecurity()) storeSecurity(options.security);
+  m_security = withStoredSecurity(options).security;
   const QString last = QSettings().value(QStringLiteral("server/address")).toString();
   setServerAddress(!server.isEmpty() ? server
                    : !last.isEmpty() ? last
@@ -114,6 +151,9 @@ void MainWindow::buildLayout() {
 void MainWindow::wireConnection() {
   connect(m_connection, &Connection::stateChanged, this, &MainWindow::onStateChanged);
   connect(m_connection, &Connection::subscribed, this, &MainWindow::onSubscribed);
+  connect(m_connection, &Connection::replicasResolved, this, &MainWindow::onReplicasResolved);
+  connect(m_connection, &Connection::replicaStateChanged, m_indicator,
+          &ConnectionIndicator::setReplicaState);
   connect(m_connection, &Connection::feedEvent, this, &MainWindow::onFeedEvent);
   connect(m_connection, &Connection::modelsListed, m_sendPanel, &SendPanel::setModels);
   connect(m_connection, &Connection::modelsListed, this,
@@ -137,21 +177,49 @@ void MainWindow::setServerAddress(const QString& address) {
       connection, [connection, server] { connection->connectTo(server); }, Qt::QueuedConnection);
 }
 
+void MainWindow::setSecurity(const ConnectionSecurity& security) {
+  m_security = security;
+  storeSecurity(security);
+  Connection* connection = m_connection;
+  const QString server = m_server;
+  QMetaObject::invokeMethod(
+      connection,
+      [connection, server, security] {
+        connection->setSecurity(security);
+        connection->connectTo(server);
+      },
+      Qt::QueuedConnection);
+}
+
 void MainWindow::onStateChanged(Connection::State state, const QString& detail) {
   m_state = state;
   m_indicator->setState(state, detail);
 }
 
-void MainWindow::onSubscribed(int subscription) {
+void MainWindow::onSubscribed(int subscription, const QString& replica) {
   m_subscriptions = subscription;
-  m_feed->beginSession();
-  if (subscription > 1)
-    statusBar()->showMessage(tr("Feed resumed after reconnecting"), kStatusMessageMs);
+  m_feed->beginSession(replica);
+  if (++m_replicaSubscriptions[replica] > 1) {
+    statusBar()->showMessage(m_replicas.size() > 1
+                                 ? tr("Feed of %1 resumed after reconnecting").arg(replica)
+                                 : tr("Feed resumed after reconnecting"),
+                             kStatusMessageMs);
+  }
 }
 
-void MainWindow::onFeedEvent(const v1::FeedEvent& event) {
+void MainWindow::onReplicasResolved(const QStringList& replicas) {
+  // A replica that left the target (scaled down) will not finish what it ran.
+  for (const QString& gone : m_replicas) {
+    if (!replicas.contains(gone)) m_feed->beginSession(gone);
+  }
+  m_replicas = replicas;
+  m_indicator->setReplicas(replicas);
+  m_feedPanel->setReplicas(replicas);
+}
+
+void MainWindow::onFeedEvent(const v1::FeedEvent& event, const QString& replica) {
   QString error;
-  if (!m_feed->apply(event, &error))
+  if (!m_feed->apply(replica, event, &error))
     statusBar()->showMessage(tr("Feed: %1").arg(error), kStatusMessageMs);
 }
 
@@ -174,6 +242,7 @@ void MainWindow::onRequestSelected(const FeedRow& row) {
   if (row.state == FeedRow::State::Running) {
     leaveShown();
     m_analysis->reset(text, row.model);
+    m_waitingSession = row.session;
     m_waitingRequestId = row.requestId;
     m_promptView->setNote(tr("Still running: shown when it finishes."));
     return;
@@ -205,17 +274,31 @@ void MainWindow::onFeedRequestFinished(int index) {
   if (m_trends.add(*row)) m_trendChart->setTrends(m_trends.points());
   if (m_feedPanel->isFollowing()) {
     m_feedPanel->onRequestFinished(index);
-  } else if (m_waitingRequestId != 0 && row->requestId == m_waitingRequestId) {
+  } else if (m_waitingRequestId != 0 && row->session == m_waitingSession &&
+             row->requestId == m_waitingRequestId) {
     onRequestSelected(*row);
   }
 }
 
 void MainWindow::onSend(const SendRequest& request) {
   if (request.generate) {
-    generateFromPrompt(request.text, request.model, request.maxNewTokens, request.ids);
+    generateFromPrompt(request.text, request.model, request.maxNewTokens, request.ids,
+                       request.chat);
+  } else if (!request.chat.isEmpty()) {
+    analyzeChat(request.chat, request.model);
   } else {
     analyzePrompt(request.text, request.model, request.ids);
   }
+}
+
+void MainWindow::analyzeChat(const ChatInput& chat, const QString& model) {
+  m_generateTag = 0;
+  m_generation.clear();
+  m_feedTokens.clear();
+  m_waitingRequestId = 0;
+  startAnalysis(chatPreview(chat.messages), model, {}, v1::AnalyzeOptions(),
+                v1::REQUEST_ORIGIN_UNSPECIFIED, chat);
+  m_analyzeIsUsers = true;
 }
 
 void MainWindow::analyzePrompt(const QString& text, const QString& model,
@@ -231,21 +314,25 @@ void MainWindow::analyzePrompt(const QString& text, const QString& model,
 }
 
 void MainWindow::generateFromPrompt(const QString& text, const QString& model, int maxNewTokens,
-                                    const QVector<qint64>& ids) {
+                                    const QVector<qint64>& ids, const ChatInput& chat) {
   m_generation.clear();
   m_feedTokens.clear();
   m_waitingRequestId = 0;
-  if (ids.isEmpty()) rememberSent(text);
+  const bool isChat = ids.isEmpty() && !chat.isEmpty();
+  if (ids.isEmpty() && !isChat) rememberSent(text);
   // The prompt's own analysis is the dashboard's: the user asked to generate.
-  startAnalysis(ids.isEmpty() ? text : QString(), model, ids, v1::AnalyzeOptions(),
-                v1::REQUEST_ORIGIN_DASHBOARD);
+  startAnalysis(isChat ? chatPreview(chat.messages) : ids.isEmpty() ? text : QString(), model, ids,
+                v1::AnalyzeOptions(), v1::REQUEST_ORIGIN_DASHBOARD,
+                isChat ? chat : ChatInput());
   m_analyzeIsUsers = true;  // its progress and errors go to the send panel
   v1::GenerateRequest request;
   request.set_model(model.toStdString());
-  if (ids.isEmpty()) {
-    request.set_text(text.toStdString());
-  } else {
+  if (!ids.isEmpty()) {
     for (const qint64 id : ids) request.mutable_ids()->add_ids(id);
+  } else if (isChat) {
+    setChat(chat, request.mutable_chat());
+  } else {
+    request.set_text(text.toStdString());
   }
   request.set_max_new_tokens(maxNewTokens);
   const quint64 tag = ++m_nextTag;
@@ -259,8 +346,10 @@ void MainWindow::generateFromPrompt(const QString& text, const QString& model, i
 void MainWindow::reanalyze() {
   if (!m_analysis->hasTokens() && m_analysis->promptText().isEmpty()) return;
   const QString text = m_analysis->promptText();
-  startAnalysis(text, m_analysis->model(), m_shownIds, m_shownOptions,
-                v1::REQUEST_ORIGIN_UNSPECIFIED);
+  // A chat again as a chat: as ids it would lose its template's structure.
+  const ChatInput chat = m_shownChat;
+  startAnalysis(text, m_analysis->model(), chat.isEmpty() ? m_shownIds : QVector<qint64>(),
+                m_shownOptions, v1::REQUEST_ORIGIN_UNSPECIFIED, chat);
   m_analyzeIsUsers = true;
 }
 
@@ -272,7 +361,7 @@ void MainWindow::rememberSent(const QString& text) {
 
 void MainWindow::startAnalysis(const QString& text, const QString& model,
                                const QVector<qint64>& ids, const v1::AnalyzeOptions& options,
-                               v1::RequestOrigin origin) {
+                               v1::RequestOrigin origin, const ChatInput& chat) {
   // A previous analysis the dashboard made for itself is no longer needed;
   // a user's own send runs on (it is in the feed) but is no longer shown.
   if (!m_analyzeIsUsers) cancelCall(m_analyzeTag);
@@ -284,14 +373,17 @@ void MainWindow::startAnalysis(const QString& text, const QString& model,
                     model);
   m_entropy.clear();
   m_shownIds = ids;
+  m_shownChat = ids.isEmpty() ? chat : ChatInput();
   m_shownModel = model;
   m_shownOptions = options;
   v1::AnalyzeRequest request;
   request.set_model(model.toStdString());
-  if (ids.isEmpty()) {
-    request.set_text(text.toStdString());
-  } else {
+  if (!ids.isEmpty()) {
     for (const qint64 id : ids) request.mutable_ids()->add_ids(id);
+  } else if (!chat.isEmpty()) {
+    setChat(chat, request.mutable_chat());
+  } else {
+    request.set_text(text.toStdString());
   }
   *request.mutable_options() = options;
   // Heads are fetched one at a time, on demand.

@@ -3,6 +3,7 @@
 // the status bar.
 #pragma once
 
+#include <QHash>
 #include <QMainWindow>
 #include <QThread>
 
@@ -30,25 +31,37 @@ class TrendChart;
 // heatmap is fetched on demand with the row's own options, marked as the
 // dashboard's own request (origin DASHBOARD), which the feed does not show
 // and the metrics count apart.
-// Persists the server address, window geometry and splitter states with
-// QSettings (organization "attnscope", application "dashboard").
+// Persists the server address, the TLS and token file paths (never the
+// token), window geometry and splitter states with QSettings (organization
+// "attnscope", application "dashboard").
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
   static constexpr const char* kDefaultServer = "127.0.0.1:50051";
 
-  // server: host:port to connect to; empty: the last server used (QSettings),
-  // else kDefaultServer. Connects at once.
+  // server: host:port or a gRPC target of several replicas (dns:///h:p,
+  // ipv4:a:p,b:p; see connection/target.h); empty: the last server used
+  // (QSettings), else kDefaultServer. options.security all empty: the TLS and
+  // token files last used (QSettings). Connects at once. The feed merges the
+  // feeds of every replica; the Replica column shows which served a row.
   explicit MainWindow(const QString& server = QString(), ConnectionOptions options = {},
                       QWidget* parent = nullptr);
   ~MainWindow() override;
 
   QString serverAddress() const { return m_server; }
+  ConnectionSecurity security() const { return m_security; }
   // As last reported by the connection (queued, so it lags a little).
   Connection::State connectionState() const { return m_state; }
-  // Feed subscriptions so far: 1 after connecting, +1 per reconnect.
+  // Feed subscriptions so far over all replicas: 1 per replica after
+  // connecting, +1 per reconnect of any.
   int subscriptions() const { return m_subscriptions; }
+  // The replicas behind the target (labels), as last resolved.
+  QStringList replicas() const { return m_replicas; }
+  // Feed subscriptions of one replica: 1 once connected, +1 per reconnect.
+  int replicaSubscriptions(const QString& replica) const {
+    return m_replicaSubscriptions.value(replica);
+  }
 
   FeedModel* feedModel() const { return m_feed; }
   PromptAnalysis* analysis() const { return m_analysis; }
@@ -63,16 +76,21 @@ class MainWindow : public QMainWindow {
   ConnectionIndicator* connectionIndicator() const { return m_indicator; }
 
  public Q_SLOTS:
-  // Reconnects to host:port and remembers it.
+  // Reconnects to host:port (or a target) and remembers it.
   void setServerAddress(const QString& address);
+  // Remembers the TLS and token file paths and reconnects with them.
+  void setSecurity(const attnscope::dashboard::ConnectionSecurity& security);
   // Runs Analyze (a user request; token ids instead of the text when given)
   // and shows it; the heatmap's head is fetched once the summary is in.
   void analyzePrompt(const QString& text, const QString& model = QString(),
                      const QVector<qint64>& ids = {});
-  // Generates up to maxNewTokens after the prompt, and analyzes the prompt
-  // as the dashboard's own request.
+  // Runs Analyze on a conversation (a user request, rendered by the server
+  // with the model's chat template) and shows it.
+  void analyzeChat(const ChatInput& chat, const QString& model = QString());
+  // Generates up to maxNewTokens after the prompt (the token ids, else the
+  // chat when given), and analyzes the prompt as the dashboard's own request.
   void generateFromPrompt(const QString& text, const QString& model, int maxNewTokens,
-                          const QVector<qint64>& ids = {});
+                          const QVector<qint64>& ids = {}, const ChatInput& chat = {});
   // F5: analyzes the shown prompt again.
   void reanalyze();
   void openSettings();
@@ -89,8 +107,9 @@ class MainWindow : public QMainWindow {
   void buildLayout();
   void wireConnection();
   void onStateChanged(Connection::State state, const QString& detail);
-  void onSubscribed(int subscription);
-  void onFeedEvent(const attnscope::v1::FeedEvent& event);
+  void onSubscribed(int subscription, const QString& replica);
+  void onReplicasResolved(const QStringList& replicas);
+  void onFeedEvent(const attnscope::v1::FeedEvent& event, const QString& replica);
   void onRequestSelected(const FeedRow& row);
   void onAnalyzeEvent(quint64 tag, const attnscope::v1::AnalyzeEvent& event);
   void onAnalyzeFinished(quint64 tag, bool ok, const QString& error);
@@ -98,11 +117,12 @@ class MainWindow : public QMainWindow {
   void onGenerateFinished(quint64 tag, bool ok, const QString& error);
   void onSend(const SendRequest& request);
   void onFeedRequestFinished(int row);
-  // Analyzes `text`, or the token ids when given (then `text` only labels
-  // it), with `options` (no attention: heads are fetched on demand).
+  // Analyzes `text`, or the token ids when given, or the chat when given
+  // (then `text` only labels it), with `options` (no attention: heads are
+  // fetched on demand).
   void startAnalysis(const QString& text, const QString& model, const QVector<qint64>& ids,
                      const attnscope::v1::AnalyzeOptions& options,
-                     attnscope::v1::RequestOrigin origin);
+                     attnscope::v1::RequestOrigin origin, const ChatInput& chat = {});
 
   // main_window_detail.cc: what the prompt view shows, fetched on demand.
   // Shows a finished feed row from what the feed carried.
@@ -145,8 +165,11 @@ class MainWindow : public QMainWindow {
   QSplitter* m_mainSplitter = nullptr;
   QSplitter* m_leftSplitter = nullptr;
   QString m_server;
+  ConnectionSecurity m_security;
   Connection::State m_state = Connection::State::Disconnected;
   int m_subscriptions = 0;
+  QStringList m_replicas;
+  QHash<QString, int> m_replicaSubscriptions;
   quint64 m_nextTag = 0;
   quint64 m_analyzeTag = 0;
   bool m_analyzeIsUsers = false;  // m_analyzeTag is a send from the send panel
@@ -156,9 +179,12 @@ class MainWindow : public QMainWindow {
   int m_attentionFetches = 0;
   // The prompt shown: its exact token ids, model and options, for fetches.
   QVector<qint64> m_shownIds;
+  ChatInput m_shownChat;  // the conversation shown, if it is one (F5 sends it again)
   QString m_shownModel;
   attnscope::v1::AnalyzeOptions m_shownOptions;
-  quint64 m_waitingRequestId = 0;  // a running feed row selected: show it when it ends
+  // A running feed row selected: show it when it ends (session, request id).
+  quint64 m_waitingSession = 0;
+  quint64 m_waitingRequestId = 0;
   QStringList m_sentPrompts;  // full texts sent from here, newest first
   bool m_shutDown = false;
   bool m_splittersRestored = false;

@@ -73,9 +73,12 @@ void MainWindow::openSettings() {
   SettingsDialog dialog(this);
   dialog.setServerAddress(m_server);
   dialog.setMaxFeedRows(m_feed->maxRows());
+  dialog.setSecurity(m_security);
   if (dialog.exec() != QDialog::Accepted) return;
   m_feed->setMaxRows(dialog.maxFeedRows());
   QSettings().setValue(QStringLiteral("feed/maxRows"), dialog.maxFeedRows());
+  // Security first: a new address then connects with it.
+  if (dialog.security() != m_security) setSecurity(dialog.security());
   if (dialog.serverAddress() != m_server) setServerAddress(dialog.serverAddress());
 }
 

@@ -35,6 +35,7 @@ void MainWindow::showFeedDetail(const FeedRow& row) {
     return;
   }
   m_shownIds = QVector<qint64>(detail.tokens().ids().begin(), detail.tokens().ids().end());
+  m_shownChat = ChatInput();
   m_shownModel = row.model;
   m_shownOptions = detail.options();
   rebuildEntropy();

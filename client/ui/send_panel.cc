@@ -23,6 +23,8 @@ SendPanel::SendPanel(QWidget* parent)
       m_budget(new QSpinBox(this)),
       m_send(new QPushButton(tr("Send  (Ctrl+Return)"), this)),
       m_ids(new QCheckBox(tr("token &ids"), this)),
+      m_chat(new QCheckBox(tr("c&hat"), this)),
+      m_generationPrompt(new QCheckBox(tr("+ reply &header"), this)),
       m_status(new QLabel(this)) {
   setObjectName(QStringLiteral("sendPanel"));
   m_prompt->setObjectName(QStringLiteral("promptEdit"));
@@ -33,6 +35,16 @@ SendPanel::SendPanel(QWidget* parent)
   m_ids->setToolTip(
       tr("The prompt box holds token ids separated by commas or spaces "
          "(for checkpoints without a tokenizer)"));
+  m_chat->setObjectName(QStringLiteral("chatCheck"));
+  m_chat->setToolTip(
+      tr("The prompt box holds a conversation, one message per 'role: content' line "
+         "(continued on the lines below it), or JSON [{\"role\": …, \"content\": …}]; "
+         "the server renders it with the model's chat template"));
+  m_generationPrompt->setObjectName(QStringLiteral("generationPromptCheck"));
+  m_generationPrompt->setToolTip(
+      tr("End the rendered chat with the assistant's header (add_generation_prompt), "
+         "as a model sees it before it replies"));
+  m_generationPrompt->setVisible(false);
   m_status->setObjectName(QStringLiteral("sendStatus"));
   m_status->setWordWrap(true);
   m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -45,12 +57,29 @@ SendPanel::SendPanel(QWidget* parent)
   m_budget->setValue(24);
   m_budget->setSuffix(tr(" tokens"));
   m_budget->setEnabled(false);
+  layOut();
+  connect(m_generate, &QRadioButton::toggled, m_budget, &QSpinBox::setEnabled);
+  connect(m_ids, &QCheckBox::toggled, this, [this](bool ids) {
+    if (ids) m_chat->setChecked(false);
+    updatePlaceholder();
+  });
+  connect(m_chat, &QCheckBox::toggled, this, [this](bool chat) {
+    if (chat) m_ids->setChecked(false);
+    m_generationPrompt->setVisible(chat);
+    updatePlaceholder();
+  });
+  connect(m_send, &QPushButton::clicked, this, &SendPanel::send);
+}
+
+void SendPanel::layOut() {
   auto* options = new QHBoxLayout;
   options->addWidget(m_model);
   options->addWidget(m_analyze);
   options->addWidget(m_generate);
   options->addWidget(m_budget);
   options->addWidget(m_ids);
+  options->addWidget(m_chat);
+  options->addWidget(m_generationPrompt);
   options->addStretch(1);
   options->addWidget(m_send);
   auto* layout = new QVBoxLayout(this);
@@ -58,12 +87,6 @@ SendPanel::SendPanel(QWidget* parent)
   layout->addWidget(m_prompt);
   layout->addLayout(options);
   layout->addWidget(m_status);
-  connect(m_generate, &QRadioButton::toggled, m_budget, &QSpinBox::setEnabled);
-  connect(m_ids, &QCheckBox::toggled, this, [this](bool ids) {
-    m_prompt->setPlaceholderText(ids ? tr("Token ids, e.g. 50256, 464, 3797, then Ctrl+Return")
-                                     : tr("Type a prompt, then Ctrl+Return"));
-  });
-  connect(m_send, &QPushButton::clicked, this, &SendPanel::send);
 }
 
 void SendPanel::setPromptText(const QString& text) { m_prompt->setPlainText(text); }
@@ -77,6 +100,25 @@ void SendPanel::setTokenIds(bool ids) { m_ids->setChecked(ids); }
 
 bool SendPanel::isTokenIds() const { return m_ids->isChecked(); }
 
+void SendPanel::setChat(bool chat, bool addGenerationPrompt) {
+  m_chat->setChecked(chat);
+  m_generationPrompt->setChecked(addGenerationPrompt);
+}
+
+bool SendPanel::isChat() const { return m_chat->isChecked(); }
+
+void SendPanel::updatePlaceholder() {
+  if (m_ids->isChecked()) {
+    m_prompt->setPlaceholderText(tr("Token ids, e.g. 50256, 464, 3797, then Ctrl+Return"));
+  } else if (m_chat->isChecked()) {
+    m_prompt->setPlaceholderText(
+        tr("system: Be brief\nuser: Name a colour\n(or JSON [{\"role\": …, \"content\": …}]), "
+           "then Ctrl+Return"));
+  } else {
+    m_prompt->setPlaceholderText(tr("Type a prompt, then Ctrl+Return"));
+  }
+}
+
 SendRequest SendPanel::currentRequest(QString* error) const {
   SendRequest request;
   request.text = m_prompt->toPlainText();
@@ -89,6 +131,14 @@ SendRequest SendPanel::currentRequest(QString* error) const {
       if (error != nullptr) *error = problem;
       return SendRequest();
     }
+  }
+  if (m_chat->isChecked()) {
+    QString problem;
+    if (!parseChat(request.text, &request.chat.messages, &problem)) {
+      if (error != nullptr) *error = problem;
+      return SendRequest();
+    }
+    request.chat.addGenerationPrompt = m_generationPrompt->isChecked();
   }
   return request;
 }

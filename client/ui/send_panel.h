@@ -1,5 +1,6 @@
 // Sending a prompt from the dashboard: analyze it, or generate from it with
-// a token budget.
+// a token budget. The prompt box holds text, token ids, or a chat
+// conversation (rendered with the model's chat template by the server).
 #pragma once
 
 #include <QMap>
@@ -8,6 +9,7 @@
 #include <QWidget>
 
 #include "attnscope/v1/attnscope.pb.h"
+#include "client/models/chat_input.h"
 
 class QCheckBox;
 class QComboBox;
@@ -22,6 +24,7 @@ namespace attnscope::dashboard {
 struct SendRequest {
   QString text;         // the prompt, or (ids) the ids as typed
   QVector<qint64> ids;  // token ids instead of text (non-empty: send these)
+  ChatInput chat;       // a conversation instead of text (non-empty: send this)
   QString model;  // empty: the server's default
   bool generate = false;
   int maxNewTokens = 0;  // when generating
@@ -39,16 +42,21 @@ class SendPanel : public QWidget {
   // Whether the prompt box holds token ids ("464, 3797, 3332").
   void setTokenIds(bool ids);
   bool isTokenIds() const;
-  // The request the panel would send now (ids parsed when in ids mode;
-  // *error set and an empty request when they do not parse).
+  // Whether the prompt box holds a conversation (see chat_input.h), and
+  // whether it is sent ending with the assistant's header. Chat and token
+  // ids exclude each other.
+  void setChat(bool chat, bool addGenerationPrompt = false);
+  bool isChat() const;
+  // The request the panel would send now (ids or the chat parsed in those
+  // modes; *error set and an empty request when they do not parse).
   SendRequest currentRequest(QString* error = nullptr) const;
   // The line under the prompt: what the last send is doing, or why it failed.
   QString statusText() const;
   QLabel* statusLabel() const { return m_status; }
 
  public Q_SLOTS:
-  // Emits sendRequested unless the prompt is empty; ids that do not parse are
-  // reported in the status line and nothing is sent.
+  // Emits sendRequested unless the prompt is empty; ids or a chat that do not
+  // parse are reported in the status line and nothing is sent.
   void send();
   // Shows `text` in the status line, red when it is an error.
   void setStatus(const QString& text, bool isError = false);
@@ -58,6 +66,9 @@ class SendPanel : public QWidget {
   void sendRequested(const attnscope::dashboard::SendRequest& request);
 
  private:
+  void layOut();
+  void updatePlaceholder();
+
   QPlainTextEdit* m_prompt;
   QComboBox* m_model;
   QRadioButton* m_analyze;
@@ -65,6 +76,8 @@ class SendPanel : public QWidget {
   QSpinBox* m_budget;
   QPushButton* m_send;
   QCheckBox* m_ids;
+  QCheckBox* m_chat;
+  QCheckBox* m_generationPrompt;
   QLabel* m_status;
   QMap<QString, qint64> m_vocab;  // model name -> vocabulary size ("" = default)
 };

@@ -1,16 +1,13 @@
 #include "service/analysis/head_stats.h"
 
-#include <cmath>
+#include <algorithm>
+
+#include "service/core/vector_math.h"
 
 namespace attnscope::analysis {
 
 double RowEntropy(const float* p, int64_t n) {
-  double entropy = 0.0;
-  for (int64_t j = 0; j < n; ++j) {
-    const double a = p[j];
-    if (a > 0.0) entropy -= a * std::log(a);
-  }
-  return entropy;
+  return vmath::AttentionRow(p, nullptr, n, nullptr).entropy;
 }
 
 double BackHalfSinkShare(const HeadGrid& sink_score, double cut) {
@@ -32,27 +29,30 @@ void HeadStatsAccumulator::Begin(int64_t num_tokens) {
 }
 
 void HeadStatsAccumulator::AddRow(const float* row, const float* value_norms, int64_t i,
-                                  int64_t h, LayerSums* sums) const {
+                                  int64_t h, LayerSums* sums, double* column_sums) const {
   const int64_t t = num_tokens_;
   if (i == t - 1) sums->sink[h] = row[0];
   // The query-averaged numbers skip row 0 (it can only see itself), except
   // for T = 1 where row 0 is all there is.
   const bool averaged_row = i >= 1 || t == 1;
   if (averaged_row) sums->first_mass[h] += row[0];
-  sums->entropy[h] += RowEntropy(row, t);
+  // One pass over the keys the row can see (the rest are exactly 0) for the
+  // entropy, the value-weighted total and the received columns.
+  const vmath::AttentionRowSums row_sums = vmath::AttentionRow(
+      row, averaged_row ? value_norms : nullptr, std::min(i + 1, t), column_sums);
+  sums->entropy[h] += row_sums.entropy;
   if (i >= 1) sums->prev[h] += row[i - 1];
   if (value_norms != nullptr && averaged_row) {
     const double first = static_cast<double>(row[0]) * value_norms[0];
-    double total = 0.0;
-    for (int64_t j = 0; j < t; ++j) total += static_cast<double>(row[j]) * value_norms[j];
     sums->vw_raw[h] += first;
-    sums->vw_norm[h] += total > 0.0 ? first / total : 0.0;
+    sums->vw_norm[h] += row_sums.weighted > 0.0 ? first / row_sums.weighted : 0.0;
   }
   const int64_t n = induction_n_;
   if (n > 0 && i >= n + 1 && i <= 2 * n && i - n + 1 < t) sums->induction[h] += row[i - n + 1];
 }
 
-void HeadStatsAccumulator::AddBlock(const model::AttentionBlock& block, bool use_value_norms) {
+void HeadStatsAccumulator::AddBlock(const model::AttentionBlock& block, bool use_value_norms,
+                                    double* column_sums) {
   const auto layer = static_cast<size_t>(block.layer);
   const auto heads = static_cast<size_t>(block.num_heads);
   if (layers_.size() <= layer) layers_.resize(layer + 1);
@@ -67,7 +67,7 @@ void HeadStatsAccumulator::AddBlock(const model::AttentionBlock& block, bool use
     const float* norms = use_value_norms ? block.value_norms + h * t : nullptr;
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = block.probs + (h * rows + r) * t;
-      AddRow(row, norms, block.query_begin + r, h, &sums);
+      AddRow(row, norms, block.query_begin + r, h, &sums, column_sums);
     }
   }
 }

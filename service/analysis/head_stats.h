@@ -34,9 +34,13 @@ class HeadStatsAccumulator {
 
   // Adds one block of query rows. The caller has validated it: layer >= 0,
   // num_keys == T, 0 <= query_begin < query_end <= T, num_heads >= 1 and the
-  // same for every block, probs non-null. value_norms (H, T) is used when
-  // `use_value_norms` is true and must then be non-null.
-  void AddBlock(const model::AttentionBlock& block, bool use_value_norms);
+  // same for every block, probs non-null, zero above the diagonal (only keys
+  // j <= i of row i are read). value_norms (H, T) is used when
+  // `use_value_norms` is true and must then be non-null. With `column_sums`
+  // (T doubles) every row is also added into it, in the same pass over the
+  // block (ReceivedAccumulator's sums, read once for all statistics).
+  void AddBlock(const model::AttentionBlock& block, bool use_value_norms,
+                double* column_sums = nullptr);
 
   // The statistics of layers 0..num_layers-1 with `num_heads` heads each,
   // assuming every row of every layer was added exactly once.
@@ -48,7 +52,7 @@ class HeadStatsAccumulator {
     std::vector<double> sink, first_mass, entropy, prev, vw_raw, vw_norm, induction;
   };
   void AddRow(const float* row, const float* value_norms, int64_t i, int64_t h,
-              LayerSums* sums) const;
+              LayerSums* sums, double* column_sums) const;
 
   int64_t induction_n_ = 0;
   int64_t num_tokens_ = 0;
@@ -59,8 +63,8 @@ class HeadStatsAccumulator {
 // an empty grid.
 double BackHalfSinkShare(const HeadGrid& sink_score, double cut = 0.5);
 
-// -sum_j p_j log p_j over p[0..n), in double, with 0 log 0 = 0 (negative
-// entries are treated like 0).
+// -sum_j p_j log p_j over p[0..n), summed in double, with 0 log 0 = 0
+// (negative entries are treated like 0); log by vmath's polynomial.
 double RowEntropy(const float* p, int64_t n);
 
 }  // namespace attnscope::analysis

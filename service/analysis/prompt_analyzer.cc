@@ -34,6 +34,7 @@ model::ObserverNeeds PromptAnalyzer::Needs() const {
   needs.value_norms = options_.want_value_norms;
   needs.hidden_states = true;
   needs.logits = true;
+  needs.logits_in_blocks = true;
   return needs;
 }
 
@@ -51,6 +52,7 @@ void PromptAnalyzer::OnBegin(int sequence, int64_t num_tokens) {
   rows_done_.clear();
   token_norms_.clear();
   have_logits_ = false;
+  logit_rows_ = 0;
   entropy_nats_.clear();
   entropy_normalized_.clear();
   surprisal_.clear();
@@ -84,6 +86,11 @@ void PromptAnalyzer::OnHiddenState(int sequence, int state, const float* x, int6
     return Fail(absl::InvalidArgumentError(where + "state published twice"));
   }
   token_norms_[s] = RowNorms(x, num_tokens, width);
+  if (options_.layer_listener != nullptr && state >= 1) {
+    // Finish only divides running sums: cheap next to the layer itself.
+    options_.layer_listener->OnLayerDone(
+        state - 1, heads_.Finish(state, num_heads_, options_.want_value_norms), token_norms_[s]);
+  }
 }
 
 absl::Status PromptAnalyzer::CheckBlock(const model::AttentionBlock& b) const {
@@ -127,25 +134,56 @@ void PromptAnalyzer::OnAttention(const model::AttentionBlock& block) {
   const auto layer = static_cast<size_t>(block.layer);
   if (rows_done_.size() <= layer) rows_done_.resize(layer + 1, 0);
   rows_done_[layer] = block.query_end;
-  heads_.AddBlock(block, options_.want_value_norms);
-  received_.AddBlock(block);
+  heads_.AddBlock(block, options_.want_value_norms, received_.column_sums());
 }
 
 void PromptAnalyzer::OnLogits(int sequence, const float* logits, int64_t num_tokens,
                               int64_t vocab) {
   if (sequence != sequence_ || !error_.ok()) return;
   if (!begun_) return Fail(absl::InvalidArgumentError("OnLogits: called before OnBegin"));
-  if (have_logits_) return Fail(absl::InvalidArgumentError("OnLogits: logits published twice"));
+  if (logit_rows_ > 0) return Fail(absl::InvalidArgumentError("OnLogits: logits published twice"));
   if (num_tokens != num_tokens_ || vocab < 1 || logits == nullptr) {
     return Fail(absl::InvalidArgumentError(
         absl::StrCat("OnLogits: shape (", num_tokens, ", ", vocab, ") does not match T = ",
                      num_tokens_, " with V >= 1, or no data")));
   }
-  have_logits_ = true;
-  vocab_ = vocab;
-  NextTokenEntropy(logits, num_tokens, vocab, &entropy_nats_, &entropy_normalized_);
-  NextTokenPredictions(logits, num_tokens, vocab, options_.input_ids, options_.top_k, &surprisal_,
-                       &top_);
+  AddLogitRows(logits, 0, num_tokens, vocab);
+}
+
+void PromptAnalyzer::OnLogitsBlock(int sequence, int64_t row_begin, const float* logits,
+                                   int64_t rows, int64_t num_tokens, int64_t vocab) {
+  if (sequence != sequence_ || !error_.ok()) return;
+  const std::string where =
+      absl::StrCat("OnLogitsBlock(rows [", row_begin, ", ", row_begin + rows, ")): ");
+  if (!begun_) return Fail(absl::InvalidArgumentError(where + "called before OnBegin"));
+  if (num_tokens != num_tokens_ || vocab < 1 || logits == nullptr || rows < 1 ||
+      (row_begin > 0 && vocab != vocab_)) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        where, "shape (", rows, " of ", num_tokens, ", ", vocab, ") does not match T = ",
+        num_tokens_, " with V >= 1 and the V of earlier blocks, or no data")));
+  }
+  if (row_begin != logit_rows_ || row_begin + rows > num_tokens_) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        where, "expected a block starting at row ", logit_rows_, " within T = ", num_tokens_)));
+  }
+  AddLogitRows(logits, row_begin, rows, vocab);
+}
+
+void PromptAnalyzer::AddLogitRows(const float* logits, int64_t row_begin, int64_t rows,
+                                  int64_t vocab) {
+  NextTokenOutputs out;
+  out.nats = &entropy_nats_;
+  out.normalized = &entropy_normalized_;
+  out.surprisal = &surprisal_;
+  out.top = &top_;
+  if (row_begin == 0) {
+    vocab_ = vocab;
+    SizeNextTokenOutputs(num_tokens_, options_.input_ids, out);
+  }
+  NextTokenRows(logits, row_begin, rows, num_tokens_, vocab, options_.input_ids, options_.top_k,
+                out);
+  logit_rows_ = row_begin + rows;
+  have_logits_ = logit_rows_ == num_tokens_;
 }
 
 absl::Status PromptAnalyzer::CheckComplete() const {
@@ -167,7 +205,11 @@ absl::Status PromptAnalyzer::CheckComplete() const {
         absl::StrCat("Finish: expected hidden states 0..", num_layers, " (L = ", num_layers,
                      " layers), got ", token_norms_.size(), " state slots, some missing"));
   }
-  if (!have_logits_) return absl::InvalidArgumentError("Finish: no logits were published");
+  if (logit_rows_ == 0) return absl::InvalidArgumentError("Finish: no logits were published");
+  if (!have_logits_) {
+    return absl::InvalidArgumentError(absl::StrCat("Finish: logits of rows [0, ", logit_rows_,
+                                                   ") of T = ", num_tokens_, " were published"));
+  }
   const int64_t n = options_.induction_n;
   if (n > 0 && num_tokens_ != 2 * n + 1) {
     return absl::InvalidArgumentError(absl::StrCat("Finish: induction probe with n = ", n,

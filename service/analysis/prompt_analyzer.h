@@ -16,6 +16,19 @@
 
 namespace attnscope::analysis {
 
+// Told by a PromptAnalyzer as soon as it has taken in a layer, so that a
+// caller streaming per-layer results reuses the analyzer's sums instead of
+// computing them a second time.
+class LayerListener {
+ public:
+  virtual ~LayerListener() = default;
+  // Hidden state layer + 1 (after layer `layer`) has arrived. `heads` holds
+  // the per-head numbers of layers 0..layer, the very values the final
+  // PromptStats will hold; `norms` the token norms of state layer + 1 ([T]).
+  virtual void OnLayerDone(int layer, const HeadStats& heads,
+                           const std::vector<double>& norms) = 0;
+};
+
 struct AnalysisOptions {
   // Sink threshold on the z-score.
   double threshold = 6.0;
@@ -32,6 +45,8 @@ struct AnalysisOptions {
   std::vector<int64_t> input_ids;
   // The most likely next tokens reported per position (0: none).
   int64_t top_k = 5;
+  // Told after each layer (not owned; may be null).
+  LayerListener* layer_listener = nullptr;
 };
 
 class PromptAnalyzer : public model::ForwardObserver {
@@ -48,6 +63,9 @@ class PromptAnalyzer : public model::ForwardObserver {
                      int64_t width) override;
   void OnAttention(const model::AttentionBlock& block) override;
   void OnLogits(int sequence, const float* logits, int64_t num_tokens, int64_t vocab) override;
+  // Takes the logits in blocks of rows (Needs().logits_in_blocks).
+  void OnLogitsBlock(int sequence, int64_t row_begin, const float* logits, int64_t rows,
+                     int64_t num_tokens, int64_t vocab) override;
 
   // The statistics once the forward pass is over. InvalidArgument if the
   // events were inconsistent: no OnBegin, a block or state whose shape does
@@ -61,6 +79,7 @@ class PromptAnalyzer : public model::ForwardObserver {
   absl::Status CheckBlock(const model::AttentionBlock& block) const;
   absl::Status CheckComplete() const;
   void Fail(absl::Status status);
+  void AddLogitRows(const float* logits, int64_t row_begin, int64_t rows, int64_t vocab);
 
   AnalysisOptions options_;
   int sequence_ = 0;
@@ -71,7 +90,8 @@ class PromptAnalyzer : public model::ForwardObserver {
   absl::Status error_;
   std::vector<int64_t> rows_done_;                // per layer: next expected query row
   std::vector<std::vector<double>> token_norms_;  // per state: [T]
-  bool have_logits_ = false;
+  bool have_logits_ = false;  // every row of logits seen
+  int64_t logit_rows_ = 0;     // rows of logits seen so far
   HeadStatsAccumulator heads_;
   ReceivedAccumulator received_;
   std::vector<double> entropy_nats_;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "service/core/vector_math.h"
+
 namespace attnscope::analysis {
 namespace {
 
@@ -40,10 +42,7 @@ double LowerMedian(std::vector<double> values) {
 std::vector<double> RowNorms(const float* x, int64_t num_tokens, int64_t width) {
   std::vector<double> norms(static_cast<size_t>(num_tokens), 0.0);
   for (int64_t i = 0; i < num_tokens; ++i) {
-    const float* row = x + i * width;
-    double sum = 0.0;
-    for (int64_t d = 0; d < width; ++d) sum += static_cast<double>(row[d]) * row[d];
-    norms[static_cast<size_t>(i)] = std::sqrt(sum);
+    norms[static_cast<size_t>(i)] = std::sqrt(vmath::SumSquares(x + i * width, width));
   }
   return norms;
 }
@@ -79,7 +78,8 @@ void ReceivedAccumulator::AddBlock(const model::AttentionBlock& block) {
   for (int64_t h = 0; h < block.num_heads; ++h) {
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = block.probs + (h * rows + r) * t;
-      for (int64_t j = 0; j < t; ++j) sums[j] += row[j];
+      const int64_t visible = std::min(block.query_begin + r + 1, t);
+      for (int64_t j = 0; j < visible; ++j) sums[j] += row[j];
     }
   }
 }
@@ -137,61 +137,71 @@ HealthResult ContextHealth(const std::vector<double>& z, const std::vector<int64
   return out;
 }
 
+void SizeNextTokenOutputs(int64_t num_tokens, const std::vector<int64_t>& ids,
+                          NextTokenOutputs out) {
+  const auto t = static_cast<size_t>(num_tokens);
+  if (out.nats != nullptr) out.nats->assign(t, 0.0);
+  if (out.normalized != nullptr) out.normalized->assign(t, 0.0);
+  if (out.surprisal != nullptr) {
+    out.surprisal->assign(ids.size() == t && t > 0 ? t - 1 : 0, 0.0);
+  }
+  if (out.top != nullptr) out.top->assign(t, {});
+}
+
+void NextTokenRows(const float* logits, int64_t row_begin, int64_t rows, int64_t num_tokens,
+                   int64_t vocab, const std::vector<int64_t>& ids, int64_t k,
+                   NextTokenOutputs out) {
+  const double log_vocab = vocab > 1 ? std::log(static_cast<double>(vocab)) : 0.0;
+  const bool with_ids = static_cast<int64_t>(ids.size()) == num_tokens;
+  const int64_t keep = out.top != nullptr ? std::max<int64_t>(0, std::min(k, vocab)) : 0;
+  std::vector<int64_t> best(static_cast<size_t>(keep));
+  for (int64_t i = row_begin; i < row_begin + rows; ++i) {
+    const float* row = logits + (i - row_begin) * vocab;
+    const vmath::LogitRowStats row_stats = vmath::LogitRow(row, vocab);
+    const auto r = static_cast<size_t>(i);
+    // Rounded to float as the reference (float32 torch) does.
+    if (out.nats != nullptr) (*out.nats)[r] = static_cast<float>(row_stats.entropy);
+    if (out.normalized != nullptr && log_vocab > 0.0) {
+      (*out.normalized)[r] = static_cast<float>(row_stats.entropy / log_vocab);
+    }
+    if (out.surprisal != nullptr && with_ids && i + 1 < num_tokens) {
+      const int64_t next = ids[r + 1];
+      (*out.surprisal)[r] = next >= 0 && next < vocab
+                                ? row_stats.log_z - static_cast<double>(row[next])
+                                : std::numeric_limits<double>::quiet_NaN();
+    }
+    if (keep == 0) continue;
+    const int64_t found = vmath::TopK(row, vocab, keep, best.data());
+    auto& predictions = (*out.top)[r];
+    for (int64_t p = 0; p < found; ++p) {
+      const int64_t id = best[static_cast<size_t>(p)];
+      predictions.push_back({id, std::exp(static_cast<double>(row[id]) - row_stats.log_z), ""});
+    }
+  }
+}
+
+void NextTokenStats(const float* logits, int64_t num_tokens, int64_t vocab,
+                    const std::vector<int64_t>& ids, int64_t k, NextTokenOutputs out) {
+  SizeNextTokenOutputs(num_tokens, ids, out);
+  NextTokenRows(logits, 0, num_tokens, num_tokens, vocab, ids, k, out);
+}
+
 void NextTokenEntropy(const float* logits, int64_t num_tokens, int64_t vocab,
                       std::vector<double>* nats, std::vector<double>* normalized) {
-  nats->assign(static_cast<size_t>(num_tokens), 0.0);
-  normalized->assign(static_cast<size_t>(num_tokens), 0.0);
-  const double log_vocab = vocab > 1 ? std::log(static_cast<double>(vocab)) : 0.0;
-  for (int64_t i = 0; i < num_tokens; ++i) {
-    const float* row = logits + i * vocab;
-    double max = -std::numeric_limits<double>::infinity();
-    for (int64_t v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
-    double sum = 0.0;
-    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
-    const double log_z = max + std::log(sum);
-    double entropy = 0.0;
-    for (int64_t v = 0; v < vocab; ++v) {
-      const double lp = row[v] - log_z;
-      const double p = std::exp(lp);
-      if (p > 0.0) entropy -= p * lp;
-    }
-    const auto k = static_cast<size_t>(i);
-    (*nats)[k] = static_cast<float>(entropy);
-    (*normalized)[k] = log_vocab > 0.0 ? static_cast<float>(entropy / log_vocab) : 0.0;
-  }
+  NextTokenOutputs out;
+  out.nats = nats;
+  out.normalized = normalized;
+  NextTokenStats(logits, num_tokens, vocab, {}, 0, out);
 }
 
 void NextTokenPredictions(const float* logits, int64_t num_tokens, int64_t vocab,
                           const std::vector<int64_t>& ids, int64_t k,
                           std::vector<double>* surprisal,
                           std::vector<std::vector<Prediction>>* top) {
-  surprisal->clear();
-  top->assign(static_cast<size_t>(num_tokens), {});
-  const bool with_ids = static_cast<int64_t>(ids.size()) == num_tokens;
-  const auto keep = static_cast<size_t>(std::max<int64_t>(0, std::min(k, vocab)));
-  std::vector<int64_t> order(static_cast<size_t>(vocab));
-  for (int64_t i = 0; i < num_tokens; ++i) {
-    const float* row = logits + i * vocab;
-    double max = -std::numeric_limits<double>::infinity();
-    for (int64_t v = 0; v < vocab; ++v) max = std::max(max, static_cast<double>(row[v]));
-    double sum = 0.0;
-    for (int64_t v = 0; v < vocab; ++v) sum += std::exp(row[v] - max);
-    const double log_z = max + std::log(sum);
-    if (with_ids && i + 1 < num_tokens) {
-      const int64_t next = ids[static_cast<size_t>(i + 1)];
-      surprisal->push_back(next >= 0 && next < vocab
-                               ? log_z - static_cast<double>(row[next])
-                               : std::numeric_limits<double>::quiet_NaN());
-    }
-    if (keep == 0) continue;
-    for (int64_t v = 0; v < vocab; ++v) order[static_cast<size_t>(v)] = v;
-    std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
-                      [row](int64_t a, int64_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
-    auto& out = (*top)[static_cast<size_t>(i)];
-    for (size_t r = 0; r < keep; ++r) {
-      out.push_back({order[r], std::exp(static_cast<double>(row[order[r]]) - log_z), ""});
-    }
-  }
+  NextTokenOutputs out;
+  out.surprisal = surprisal;
+  out.top = top;
+  NextTokenStats(logits, num_tokens, vocab, ids, k, out);
 }
 
 }  // namespace attnscope::analysis

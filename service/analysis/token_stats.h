@@ -35,11 +35,15 @@ class ReceivedAccumulator {
   // Forgets everything; the next blocks belong to a sequence of `num_tokens`.
   void Begin(int64_t num_tokens);
   // Adds every row of every head of a block already validated by the caller
-  // (num_keys == T, 0 <= query_begin < query_end <= T, probs non-null).
+  // (num_keys == T, 0 <= query_begin < query_end <= T, probs non-null, zero
+  // above the diagonal: row i is read up to key i).
   void AddBlock(const model::AttentionBlock& block);
   // R[j] = (sum_i M[i,j]) / (T - j) with M the mean over the
   // `num_layer_heads` (= L*H) attention maps added.
   std::vector<double> Finish(int64_t num_layer_heads) const;
+  // The T column sums, for a caller that adds rows itself in a fused pass
+  // (HeadStatsAccumulator::AddBlock).
+  double* column_sums() { return column_sums_.data(); }
 
  private:
   std::vector<double> column_sums_;
@@ -63,14 +67,38 @@ struct HealthResult {
 HealthResult ContextHealth(const std::vector<double>& z, const std::vector<int64_t>& structural,
                            double threshold);
 
-// Next-token entropy of each row of logits (num_tokens, vocab): computed in
-// double through log-softmax, then rounded to float as the reference does.
+// Where NextTokenStats writes; a null pointer skips that output.
+struct NextTokenOutputs {
+  std::vector<double>* nats = nullptr;        // [T] next-token entropy
+  std::vector<double>* normalized = nullptr;  // [T] divided by log V (0 when V = 1)
+  std::vector<double>* surprisal = nullptr;   // [T-1] as NextTokenPredictions
+  std::vector<std::vector<Prediction>>* top = nullptr;  // [T] as NextTokenPredictions
+};
+
+// NextTokenEntropy and NextTokenPredictions in one pass over each row of
+// logits (num_tokens, vocab): one vectorised max/exp pass and one top-k scan
+// per row.
+void NextTokenStats(const float* logits, int64_t num_tokens, int64_t vocab,
+                    const std::vector<int64_t>& ids, int64_t k, NextTokenOutputs out);
+
+// NextTokenStats in pieces, for logits that arrive in blocks of rows: first
+// SizeNextTokenOutputs for a sequence of `num_tokens`, then NextTokenRows for
+// each block, logits (rows, vocab) holding rows [row_begin, row_begin + rows).
+void SizeNextTokenOutputs(int64_t num_tokens, const std::vector<int64_t>& ids,
+                          NextTokenOutputs out);
+void NextTokenRows(const float* logits, int64_t row_begin, int64_t rows, int64_t num_tokens,
+                   int64_t vocab, const std::vector<int64_t>& ids, int64_t k,
+                   NextTokenOutputs out);
+
+// Next-token entropy of each row of logits (num_tokens, vocab): exponentials
+// in float (vmath), sums in double, log-softmax form; then rounded to float as
+// the reference does.
 // `nats` and `normalized` (divided by log V; 0 when V = 1) get num_tokens
 // entries.
 void NextTokenEntropy(const float* logits, int64_t num_tokens, int64_t vocab,
                       std::vector<double>* nats, std::vector<double>* normalized);
 
-// From the logits (num_tokens, vocab), in double through log-softmax:
+// From the logits (num_tokens, vocab), log-softmax with sums in double:
 // `surprisal` gets num_tokens - 1 entries -ln p_i(ids[i+1]) (NaN for an id
 // outside [0, vocab); nothing when ids.size() != num_tokens), `top` gets
 // num_tokens lists of the min(k, vocab) most likely ids with their

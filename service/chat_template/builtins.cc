@@ -4,6 +4,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,10 @@
 
 namespace attnscope::chat_template {
 namespace {
+
+// The most items range() builds: as many as all loops of one rendering may
+// visit (renderer.cc kMaxLoopItems).
+constexpr uint64_t kMaxRangeItems = 100000;
 
 absl::Status Bad(std::string_view what) {
   return absl::InvalidArgumentError(std::string(what));
@@ -479,10 +484,21 @@ void AddGlobalFunctions(Value& globals) {
     }
     if (args.size() >= 3) step = args[2].i;
     if (step == 0 || args.empty()) return Bad("range: bad arguments");
+    // Counted before anything is built, in unsigned arithmetic: building a
+    // million items first took over 10 s under ASan, and `k += step` could
+    // overflow near the ends of int64.
+    const bool up = step > 0;
+    const uint64_t span = up ? (stop > start ? uint64_t(stop) - uint64_t(start) : 0)
+                             : (start > stop ? uint64_t(start) - uint64_t(stop) : 0);
+    const uint64_t stride = up ? uint64_t(step) : 0 - uint64_t(step);
+    const uint64_t count = span == 0 ? 0 : (span - 1) / stride + 1;
+    if (count > kMaxRangeItems) {
+      return Bad(absl::StrCat("range: ", count, " items is more than ", kMaxRangeItems));
+    }
     List out;
-    for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
-      if (out.size() > 1000000) return Bad("range: more than a million items");
-      out.push_back(Value::Int(k));
+    out.reserve(count);
+    for (uint64_t i = 0; i < count; ++i) {
+      out.push_back(Value::Int(static_cast<int64_t>(uint64_t(start) + i * uint64_t(step))));
     }
     return Value::MakeList(std::move(out));
   }));

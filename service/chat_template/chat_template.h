@@ -35,7 +35,10 @@ class ChatTemplate {
   // string "content"; other fields are passed through) with `variables`
   // (bos_token, eos_token, ...; e.g. enable_thinking) and
   // add_generation_prompt. InvalidArgument naming the message field at fault
-  // or the template's runtime error (raise_exception's message included).
+  // or the template's runtime error (raise_exception's message included),
+  // among them the limits that keep a hostile template from holding a
+  // request: 16 MiB of output, 64 nested macro calls, 100,000 loop items
+  // (and range() items).
   absl::StatusOr<RenderedChat> Render(const nlohmann::json& messages, bool add_generation_prompt,
                                       const nlohmann::json& variables) const;
 

@@ -1,6 +1,7 @@
 #include "service/chat_template/parser.h"
 
 #include <set>
+#include <stdexcept>
 
 #include "absl/strings/str_cat.h"
 #include "service/chat_template/lexer.h"
@@ -111,10 +112,29 @@ class ExprParser {
       left = std::move(e);
     }
   }
-  absl::StatusOr<ExprPtr> Or() { return Binary(&ExprParser::And, {"or"}, Expr::Type::kOr); }
+  // Each nesting level (parentheses, brackets, call arguments, "not", unary
+  // signs) recurses; a template of a few thousand '(' overflowed the stack.
+  static constexpr int kMaxNesting = 200;
+  struct Nested {
+    explicit Nested(int& depth) : depth_(depth) { ++depth_; }
+    ~Nested() { --depth_; }
+    int& depth_;
+  };
+  absl::Status CheckNesting() {
+    if (depth_ < kMaxNesting) return absl::OkStatus();
+    return Error(line(), absl::StrCat("expression nested more than ", kMaxNesting, " deep"));
+  }
+
+  absl::StatusOr<ExprPtr> Or() {
+    ATTNSCOPE_RETURN_IF_ERROR(CheckNesting());
+    Nested nested(depth_);
+    return Binary(&ExprParser::And, {"or"}, Expr::Type::kOr);
+  }
   absl::StatusOr<ExprPtr> And() { return Binary(&ExprParser::Not, {"and"}, Expr::Type::kAnd); }
   absl::StatusOr<ExprPtr> Not() {
     if (!IsName("not")) return Compare();
+    ATTNSCOPE_RETURN_IF_ERROR(CheckNesting());
+    Nested nested(depth_);
     auto e = Make(Expr::Type::kUnary, Next().line, "not");
     ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr operand, Not());
     e->args.push_back(std::move(operand));
@@ -152,6 +172,8 @@ class ExprParser {
   absl::StatusOr<ExprPtr> Pow() { return Binary(&ExprParser::Unary, {"**"}, Expr::Type::kBinary); }
   absl::StatusOr<ExprPtr> Unary() {
     if (IsOp("-") || IsOp("+")) {
+      ATTNSCOPE_RETURN_IF_ERROR(CheckNesting());
+      Nested nested(depth_);
       auto e = Make(Expr::Type::kUnary, line(), Next().text);
       ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr operand, Unary());
       e->args.push_back(std::move(operand));
@@ -263,8 +285,19 @@ class ExprParser {
         while (Peek().kind == Token::Kind::kString) s += Next().text;  // "a" "b"
         return literal(Value::Str(std::move(s)));
       }
-      case Token::Kind::kInt: return literal(Value::Int(std::stoll(Next().text)));
-      case Token::Kind::kFloat: return literal(Value::Float(std::stod(Next().text)));
+      // stoll/stod throw for literals beyond int64 or double (an uncaught
+      // exception ended the process); such a literal is a template error.
+      case Token::Kind::kInt:
+      case Token::Kind::kFloat: {
+        const Token& number = Next();
+        try {
+          if (number.kind == Token::Kind::kInt) return literal(Value::Int(std::stoll(number.text)));
+          return literal(Value::Float(std::stod(number.text)));
+        } catch (const std::out_of_range&) {
+          return Error(at, absl::StrCat("the number ", number.text.substr(0, 40),
+                                        number.text.size() > 40 ? "..." : "", " is out of range"));
+        }
+      }
       case Token::Kind::kName: {
         const std::string name = Next().text;
         if (name == "true" || name == "True") return literal(Value::Bool(true));
@@ -309,6 +342,7 @@ class ExprParser {
 
   std::vector<Token> t_;
   size_t i_ = 0;
+  int depth_ = 0;  // see kMaxNesting
 };
 
 }  // namespace

@@ -13,6 +13,10 @@ namespace {
 
 constexpr size_t kMaxOutputBytes = 16 << 20;
 constexpr int kMaxMacroDepth = 64;
+// Loop items one rendering may visit, all loops together. Real templates loop
+// over the messages (and their tool calls); a template from a model directory
+// must not keep a request busy for minutes (nested range(1000) loops did).
+constexpr int64_t kMaxLoopItems = 100000;
 
 absl::Status AtLine(int line, const absl::Status& status) {
   if (status.ok() || absl::StartsWith(status.message(), "chat template line ")) return status;
@@ -125,6 +129,15 @@ class Renderer {
     return absl::OkStatus();
   }
 
+  // Charges `items` against kMaxLoopItems (InvalidArgument naming the line
+  // once the rendering has used it up).
+  absl::Status CountLoopItems(const Node& n, int64_t items) {
+    loop_items_ += items;
+    if (loop_items_ <= kMaxLoopItems) return absl::OkStatus();
+    return Bad(n.line, absl::StrCat("loops visited more than ", kMaxLoopItems,
+                                    " items in one rendering"));
+  }
+
   absl::StatusOr<Flow> ExecFor(const Node& n, Value& out) {
     ATTNSCOPE_ASSIGN_OR_RETURN(Value iterable, Eval(*n.expr));
     List items;
@@ -142,6 +155,7 @@ class Renderer {
     } else if (iterable.kind == Value::Kind::kNone) {
       return Bad(n.line, "cannot loop over none");
     }
+    ATTNSCOPE_RETURN_IF_ERROR(CountLoopItems(n, static_cast<int64_t>(items.size())));
     scopes_.emplace_back();
     if (n.filter != nullptr) {
       List kept;
@@ -217,6 +231,7 @@ class Renderer {
 
   std::vector<Scope> scopes_;
   int depth_ = 0;
+  int64_t loop_items_ = 0;  // see kMaxLoopItems
 };
 
 absl::StatusOr<Value> Renderer::Arith(const Expr& e, const Value& a, const Value& b) {
@@ -235,6 +250,12 @@ absl::StatusOr<Value> Renderer::Arith(const Expr& e, const Value& a, const Value
     return Value::MakeList(std::move(items));
   }
   if (op == "*" && a.IsString() && b.kind == Value::Kind::kInt) {
+    // Refused up front: building 16 MiB piece by piece took seconds, and a
+    // string cut at the limit would be a wrong value, not an error.
+    if (b.i > 0 && !a.s.empty() && static_cast<uint64_t>(b.i) > kMaxOutputBytes / a.s.size()) {
+      return Bad(e.line, absl::StrCat("a string of ", a.s.size(), " bytes repeated ", b.i,
+                                      " times is larger than 16 MiB"));
+    }
     Value out = Value::Str("");
     for (int64_t k = 0; k < b.i && out.s.size() < kMaxOutputBytes; ++k) AppendStr(out, a);
     return out;

@@ -51,15 +51,23 @@ top predictions (see service/analysis/definitions.md).
                      attention weights: every head at a glance, one head's
                      matrix, what a hovered token reads and its z, norm and
                      entropy; open it in any browser (a different FILE
-                     than --export)
+                     than --export); with --server both files are written
+                     here from the tensors the server streams (the same
+                     bytes; the page's title is the served model's name)
   --top N            next-token section: only the N positions whose next
                      token was most surprising (default: all)
   --threshold X      z-score above which a token is a sink (default 6.0)
   --template T       structural positions: none, chatml, chat or auto
                      (default: chat for --chat, else chatml if the text has
                      <|im_start|>, else none)
-  --block-size N     attention query rows per block (0 = whole layers);
-                     bounds memory on long prompts, same results
+  --block-size N     attention query rows per block; 0 (default) = whole
+                     layers while a layer's attention fits 32 MiB, else
+                     blocks that fit (memory linear in T); same results
+  --precision P      float32 (default) or bf16: matrix products on bfloat16
+                     operands, statistics in float32 (with --server: sent
+                     with the request; default: the server's --precision)
+  --device D         cpu (default), cuda or auto (cuda when this build's
+                     libtorch has CUDA and sees a GPU, else cpu); local only
   --threads N        intra-op threads (default: all cores)
   --color WHEN       auto (default), always or never
   --deadline S       give up after S seconds (with --server the server stops
@@ -105,7 +113,8 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
       a.flags, Flags::Parse(args, WithPromptFlags({{"model"}, {"json", false}, {"export"},
                                                    {"viewer"}, {"threshold"}, {"template"},
                                                    {"block-size"}, {"threads"}, {"color"},
-                                                   {"top"}, {"deadline"}})));
+                                                   {"top"}, {"deadline"}, {"precision"},
+                                                   {"device"}})));
   ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
   ATTNSCOPE_RETURN_IF_ERROR(CheckOutputPaths(a.flags));
   ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t top, a.flags.GetInt("top", 0, 0, 1 << 24));
@@ -118,6 +127,8 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.query_block_size,
                              a.flags.GetInt("block-size", 0, 0, int64_t{1} << 30));
   ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 0, 1024).status());
+  ATTNSCOPE_ASSIGN_OR_RETURN(const model::Precision precision, ParseComputeFlags(a.flags));
+  if (a.flags.Has("precision")) a.settings.precision = precision;
   const std::string color = a.flags.Get("color", "auto");
   if (color != "auto" && color != "always" && color != "never") {
     return absl::InvalidArgumentError("--color must be auto, always or never, got '" + color + "'");
@@ -127,11 +138,12 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   return a;
 }
 
-// The viewer page of --viewer, from the recorded attentions.
-absl::Status WriteViewer(const std::string& path, const engine::ModelBundle& bundle,
+// The viewer page of --viewer, from the recorded attentions; `title` names
+// the model (its directory, or its name on the server).
+absl::Status WriteViewer(const std::string& path, const std::string& title,
                          const engine::Prompt& prompt, const engine::AnalysisRun& run) {
   engine::ViewerData data;
-  data.title = bundle.directory;
+  data.title = title;
   data.prompt_text = prompt.text;
   for (const std::string& bytes : prompt.token_bytes) {
     data.tokens.push_back(analysis::DisplayToken(bytes, 40));
@@ -140,11 +152,32 @@ absl::Status WriteViewer(const std::string& path, const engine::ModelBundle& bun
   data.max_norm = run.stats.max_norm;
   data.entropy_nats = run.stats.next_token_entropy_nats;
   data.sinks = run.stats.sinks;
-  data.num_layers = bundle.config().num_layers;
-  data.num_heads = bundle.config().num_heads;
+  data.num_layers = static_cast<int64_t>(run.stats.sink_score.size());
+  data.num_heads = run.stats.sink_score.empty()
+                       ? 0 : static_cast<int64_t>(run.stats.sink_score[0].size());
   data.num_tokens = static_cast<int64_t>(prompt.ids.size());
   data.attentions = run.tensors->attentions();
   return engine::WriteViewerHtml(path, data);
+}
+
+// --export and --viewer of a run with recorded tensors (local or remote:
+// the same files either way).
+absl::Status WriteOutputs(const Flags& flags, const std::string& title,
+                          const engine::Prompt& prompt, const engine::AnalysisRun& run) {
+  if (flags.Has("export")) {
+    model::ModelConfig shape;  // ExportTensors reads only L and H
+    shape.num_layers = static_cast<int64_t>(run.stats.sink_score.size());
+    shape.num_heads = run.stats.sink_score.empty()
+                          ? 0 : static_cast<int64_t>(run.stats.sink_score[0].size());
+    ATTNSCOPE_RETURN_IF_ERROR(
+        engine::ExportTensors(flags.Get("export"), prompt.ids, shape, *run.tensors));
+    ReportWritten(flags.Get("export"), "tensors");
+  }
+  if (flags.Has("viewer")) {
+    ATTNSCOPE_RETURN_IF_ERROR(WriteViewer(flags.Get("viewer"), title, prompt, run));
+    ReportWritten(flags.Get("viewer"), "viewer page");
+  }
+  return absl::OkStatus();
 }
 
 void PrintJson(const engine::Prompt& prompt, const engine::AnalysisRun& run) {
@@ -167,14 +200,17 @@ void PrintReport(const engine::Prompt& prompt, const engine::AnalysisRun& run, b
 // The same analysis on a server: the results come back as the very values a
 // local run gives, so they print identically.
 int RunRemote(const AnalyzeArgs& a, const std::string& server) {
-  absl::Status local_only = RejectLocalOnlyFlags(a.flags, {"export", "viewer", "threads"});
+  absl::Status local_only = RejectLocalOnlyFlags(a.flags, {"threads", "device"});
   if (!local_only.ok()) return UsageError("analyze", local_only);
   auto prompt = PromptSpecFromFlags(a.flags);
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
-  rpc::RemoteClient client(server);
+  rpc::RemoteClient client(server, RemoteSecurity());
   client.SetCallOptions(RemoteCallOptions("analyze", server, a.deadline));
-  auto remote = client.Analyze(RemoteModelName(a.flags), *prompt, a.settings);
+  std::string model;
+  auto remote = client.Analyze(RemoteModelName(a.flags), *prompt, a.settings, &model);
   if (!remote.ok()) return RuntimeError("analyze", ExplainDeadline(remote.status(), a.deadline));
+  absl::Status written = WriteOutputs(a.flags, model, remote->first, remote->second);
+  if (!written.ok()) return RuntimeError("analyze", written);
   if (a.flags.Has("json")) {
     PrintJson(remote->first, remote->second);
   } else {
@@ -202,17 +238,8 @@ int RunAnalyze(const std::vector<std::string>& args, const std::string& server) 
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
   auto run = engine::RunAnalysis(**bundle, *prompt, parsed->settings);
   if (!run.ok()) return RuntimeError("analyze", ExplainDeadline(run.status(), parsed->deadline));
-  if (parsed->flags.Has("export")) {
-    absl::Status written = engine::ExportTensors(parsed->flags.Get("export"), prompt->ids,
-                                                 (*bundle)->config(), *run->tensors);
-    if (!written.ok()) return RuntimeError("analyze", written);
-    ReportWritten(parsed->flags.Get("export"), "tensors");
-  }
-  if (parsed->flags.Has("viewer")) {
-    absl::Status written = WriteViewer(parsed->flags.Get("viewer"), **bundle, *prompt, *run);
-    if (!written.ok()) return RuntimeError("analyze", written);
-    ReportWritten(parsed->flags.Get("viewer"), "viewer page");
-  }
+  absl::Status written = WriteOutputs(parsed->flags, (*bundle)->directory, *prompt, *run);
+  if (!written.ok()) return RuntimeError("analyze", written);
   if (parsed->flags.Has("json")) {
     PrintJson(*prompt, *run);
   } else {

@@ -69,7 +69,22 @@ absl::StatusOr<std::unique_ptr<engine::ModelBundle>> LoadModelFromFlags(const Fl
                  "usually make it slower\n";
   }
   model::SetComputeThreads(static_cast<int>(threads));
-  return engine::LoadModelBundle(flags.Get("model", engine::DefaultModelDirectory()));
+  model::ModelLoadOptions options;
+  ATTNSCOPE_ASSIGN_OR_RETURN(options.device, model::ParseDeviceKind(flags.Get("device", "cpu")));
+  return engine::LoadModelBundle(flags.Get("model", engine::DefaultModelDirectory()), options);
+}
+
+std::vector<FlagSpec> ComputeFlagSpecs() { return {{"precision"}, {"device"}}; }
+
+absl::StatusOr<model::Precision> ParseComputeFlags(const Flags& flags) {
+  absl::StatusOr<model::DeviceKind> device = model::ParseDeviceKind(flags.Get("device", "cpu"));
+  if (!device.ok()) return absl::InvalidArgumentError(absl::StrCat("--", device.status().message()));
+  absl::StatusOr<model::Precision> precision =
+      model::ParsePrecision(flags.Get("precision", "float32"));
+  if (!precision.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--", precision.status().message()));
+  }
+  return *precision;
 }
 
 std::vector<FlagSpec> PromptFlagSpecs() {

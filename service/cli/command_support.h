@@ -25,8 +25,17 @@ int RuntimeError(const std::string& command, const absl::Status& status);
 bool WantsHelp(const std::vector<std::string>& args);
 
 // The model of --model (default: the bundled model), with --threads applied
-// (a warning on stderr when it exceeds the machine's cores).
+// (a warning on stderr when it exceeds the machine's cores), on the device of
+// --device (default cpu; FailedPrecondition for cuda on a build without it).
 absl::StatusOr<std::unique_ptr<engine::ModelBundle>> LoadModelFromFlags(const Flags& flags);
+
+// --precision float32|bf16 and --device cpu|cuda|auto, for Flags::Parse.
+std::vector<FlagSpec> ComputeFlagSpecs();
+
+// The precision of --precision (default float32), after checking --device
+// too: InvalidArgument (a usage error) naming the flag, the value and the
+// accepted ones.
+absl::StatusOr<model::Precision> ParseComputeFlags(const Flags& flags);
 
 // The prompt flags shared by analyze, generate and tokenize, for Flags::Parse:
 // --text, --text-file, --ids, --ids-file, --chat, --add-generation-prompt,

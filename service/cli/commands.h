@@ -12,16 +12,16 @@ constexpr int kExitOk = 0;
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
-int RunTokenize(const std::vector<std::string>& args);
-// analyze, generate and models also run against a server: `server` is the
+// Every command but health also runs against a server: `server` is the
 // target of --server (HOST:PORT or a gRPC target URI), "" to run locally.
+int RunTokenize(const std::vector<std::string>& args, const std::string& server = "");
 int RunAnalyze(const std::vector<std::string>& args, const std::string& server = "");
 int RunGenerate(const std::vector<std::string>& args, const std::string& server = "");
 int RunModels(const std::vector<std::string>& args, const std::string& server = "");
 // health needs a server: a grpc.health.v1 check (exit 0 only when SERVING).
 int RunHealth(const std::vector<std::string>& args, const std::string& server);
-int RunHeads(const std::vector<std::string>& args);
-int RunAblate(const std::vector<std::string>& args);
+int RunHeads(const std::vector<std::string>& args, const std::string& server = "");
+int RunAblate(const std::vector<std::string>& args, const std::string& server = "");
 // stream-ppl: perplexity of a text under KV-cache eviction policies (local).
 int RunStreamPpl(const std::vector<std::string>& args);
 

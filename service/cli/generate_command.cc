@@ -58,6 +58,10 @@ most likely other tokens (the alternatives; never the chosen token itself).
                        cache, generation may run past the model's positions
   --json               machine-readable output
   --threads N          intra-op threads (local only; default: all cores)
+  --precision P        float32 (default) or bf16: matrix products on
+                       bfloat16 operands (with --server: the server's
+                       --precision unless given)
+  --device D           cpu (default), cuda or auto; local only
   --deadline S         give up after S seconds (with --server the server
                        stops too); with --server, a line on stderr says when
                        the server has not answered within a second (queued)
@@ -90,8 +94,9 @@ absl::StatusOr<GenerateArgs> ParseArgs(const std::vector<std::string>& args) {
                                                    {"temperature"}, {"top-k"}, {"top-p"},
                                                    {"seed"}, {"alternatives"},
                                                    {"sink-scores", false}, {"ignore-eos", false},
-                                                   {"cache-policy"}, {"cache-positions"},
-                                                   {"json", false}, {"threads"}, {"deadline"}})));
+                                                   {"json", false}, {"threads"}, {"deadline"},
+                                                   {"precision"}, {"device"}, {"cache-policy"},
+                                                   {"cache-positions"}})));
   ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
   engine::GenerationSettings& s = a.settings;
   ATTNSCOPE_ASSIGN_OR_RETURN(int64_t max_new, a.flags.GetInt("max-new-tokens", 16, 1, 1 << 20));
@@ -103,6 +108,8 @@ absl::StatusOr<GenerateArgs> ParseArgs(const std::vector<std::string>& args) {
       int64_t alternatives,
       a.flags.GetInt("alternatives", a.flags.Has("json") ? 5 : 3, 0, 19));
   ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 0, 1024).status());
+  ATTNSCOPE_ASSIGN_OR_RETURN(const model::Precision precision, ParseComputeFlags(a.flags));
+  if (a.flags.Has("precision")) s.precision = precision;
   s.max_new_tokens = static_cast<int>(max_new);
   s.sampling.top_k = static_cast<int>(top_k);
   s.sampling.seed = static_cast<uint64_t>(seed);
@@ -181,12 +188,12 @@ int RunLocal(GenerateArgs& a) {
 }
 
 int RunRemote(const GenerateArgs& a, const std::string& server) {
-  if (absl::Status s = RejectLocalOnlyFlags(a.flags, {"threads"}); !s.ok()) {
+  if (absl::Status s = RejectLocalOnlyFlags(a.flags, {"threads", "device"}); !s.ok()) {
     return UsageError("generate", s);
   }
   auto prompt = PromptSpecFromFlags(a.flags);
   if (!prompt.ok()) return RuntimeError("generate", prompt.status());
-  rpc::RemoteClient client(server);
+  rpc::RemoteClient client(server, RemoteSecurity());
   client.SetCallOptions(RemoteCallOptions("generate", server, a.deadline));
   auto remote = client.Generate(RemoteModelName(a.flags), *prompt, a.settings);
   if (!remote.ok()) return RuntimeError("generate", ExplainDeadline(remote.status(), a.deadline));

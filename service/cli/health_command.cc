@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/cli/command_support.h"
 #include "service/cli/commands.h"
+#include "service/cli/remote_support.h"
 #include "service/rpc/remote_client.h"
 
 namespace attnscope::cli {
@@ -44,7 +45,7 @@ int RunHealth(const std::vector<std::string>& args, const std::string& server) {
                                     absl::StrCat("--timeout must be in (0, ", kMaxTimeoutSeconds,
                                                  "] seconds, got ", flags->Get("timeout"))));
   }
-  auto status = rpc::RemoteClient(server).CheckHealth(flags->Get("service"), *timeout);
+  auto status = rpc::RemoteClient(server, RemoteSecurity()).CheckHealth(flags->Get("service"), *timeout);
   if (!status.ok()) return RuntimeError("health", status.status());
   std::cout << *status << "\n";
   return *status == "SERVING" ? kExitOk : kExitError;

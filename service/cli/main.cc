@@ -1,10 +1,12 @@
 // attnscope: look inside a transformer language model while it reads a prompt.
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attnscope_version.h"
 #include "service/cli/commands.h"
+#include "service/cli/remote_support.h"
 
 namespace {
 
@@ -23,11 +25,20 @@ Commands:
              eviction policies (StreamingLLM: full, sinks, window, ...)
   health     ask a server's gRPC health service whether it serves (--server)
 
-With --server TARGET, analyze, generate and models run on a running
-attnscope-server instead of loading a model here; the output is the same.
+With --server TARGET, every command (tokenize, analyze with --export and
+--viewer, generate, models, heads, ablate) runs on a running attnscope-server
+instead of loading a model here; the output is the same.
 TARGET is HOST:PORT or a gRPC target URI naming several replicas, e.g.
 dns:///attnscope.example:50051 or ipv4:10.0.0.1:50051,10.0.0.2:50051;
 requests go round robin over every address (gRPC's round_robin policy).
+
+Connection options, after --server TARGET and before the command:
+  --tls-ca FILE          connect over TLS, trusting the PEM CA in FILE
+  --tls-cert FILE        a PEM client certificate, for servers that require
+  --tls-key FILE         one (attnscope-server --tls-client-ca), and its key
+  --auth-token-file FILE send the token on FILE's first line as
+                         "authorization: Bearer <token>"; without this flag
+                         the token in $ATTNSCOPE_TOKEN, if set, is sent
 
 Run 'attnscope <command> --help' for the options of a command, and
 'attnscope --version' for the version and git revision.
@@ -61,6 +72,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string server;
   if (!TakeServer(args, &server)) return attnscope::cli::kExitUsage;
+  attnscope::rpc::ClientSecurity security;
+  if (absl::Status taken = attnscope::cli::TakeConnectionFlags(args, !server.empty(), &security);
+      !taken.ok()) {
+    std::cerr << "attnscope: " << taken.message() << "\n";
+    return attnscope::cli::kExitUsage;
+  }
+  attnscope::cli::SetRemoteSecurity(std::move(security));
   if (args.empty()) {
     std::cerr << kHelp;
     return attnscope::cli::kExitUsage;
@@ -80,15 +98,16 @@ int main(int argc, char** argv) {
   if (command == "generate") return attnscope::cli::RunGenerate(args, server);
   if (command == "models") return attnscope::cli::RunModels(args, server);
   if (command == "health") return attnscope::cli::RunHealth(args, server);
-  if (!server.empty()) {
-    std::cerr << "attnscope: --server works with analyze, generate, models and health; run '"
-              << command << "' without it\n";
-    return attnscope::cli::kExitUsage;
+  if (command == "tokenize") return attnscope::cli::RunTokenize(args, server);
+  if (command == "heads") return attnscope::cli::RunHeads(args, server);
+  if (command == "ablate") return attnscope::cli::RunAblate(args, server);
+  if (command == "stream-ppl") {
+    if (!server.empty()) {
+      std::cerr << "attnscope: stream-ppl runs locally; run it without --server\n";
+      return attnscope::cli::kExitUsage;
+    }
+    return attnscope::cli::RunStreamPpl(args);
   }
-  if (command == "tokenize") return attnscope::cli::RunTokenize(args);
-  if (command == "heads") return attnscope::cli::RunHeads(args);
-  if (command == "ablate") return attnscope::cli::RunAblate(args);
-  if (command == "stream-ppl") return attnscope::cli::RunStreamPpl(args);
   std::cerr << "attnscope: unknown command '" << command << "'\n\n" << kHelp;
   return attnscope::cli::kExitUsage;
 }

@@ -96,7 +96,7 @@ int RunModels(const std::vector<std::string>& args, const std::string& server) {
     if (absl::Status s = RejectLocalOnlyFlags(*flags, {"model"}); !s.ok()) {
       return UsageError("models", s);
     }
-    auto listed = rpc::RemoteClient(server).ListModels();
+    auto listed = rpc::RemoteClient(server, RemoteSecurity()).ListModels();
     if (!listed.ok()) return RuntimeError("models", listed.status());
     models = std::move(*listed);
   }

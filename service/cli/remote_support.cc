@@ -2,13 +2,80 @@
 
 #include <chrono>
 #include <iostream>
+#include <map>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "service/cli/command_support.h"
 #include "service/core/status_macros.h"
+#include "service/rpc/transport_security.h"
 
 namespace attnscope::cli {
+
+namespace {
+
+rpc::ClientSecurity& MutableRemoteSecurity() {
+  static rpc::ClientSecurity security;
+  return security;
+}
+
+// Checks that a PEM file is there and readable now, so a typo is a usage
+// error before any connection is tried.
+absl::Status CheckPem(const std::string& path, const std::string& flag) {
+  if (path.empty()) return absl::OkStatus();
+  return rpc::ReadSecretFile(path, flag, /*pem=*/true).status();
+}
+
+}  // namespace
+
+absl::Status TakeConnectionFlags(std::vector<std::string>& args, bool has_server,
+                                 rpc::ClientSecurity* security) {
+  std::string token_file;
+  const std::map<std::string, std::string*> targets = {{"--tls-ca", &security->tls_ca_file},
+                                                       {"--tls-cert", &security->tls_cert_file},
+                                                       {"--tls-key", &security->tls_key_file},
+                                                       {"--auth-token-file", &token_file}};
+  while (!args.empty()) {
+    std::string name = args.front(), value;
+    const size_t eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const auto target = targets.find(name);
+    if (target == targets.end()) break;
+    if (eq == std::string::npos) {
+      if (args.size() < 2) return absl::InvalidArgumentError(name + " needs a FILE");
+      value = args[1];
+      args.erase(args.begin());
+    }
+    args.erase(args.begin());
+    if (value.empty()) return absl::InvalidArgumentError(name + " needs a FILE");
+    if (!has_server) {
+      return absl::InvalidArgumentError(
+          name + " is for connecting to a server: give --server TARGET before it");
+    }
+    *target->second = value;
+  }
+  if (security->tls_cert_file.empty() != security->tls_key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "--tls-cert and --tls-key go together: give both (the client certificate and its key) "
+        "or neither");
+  }
+  ATTNSCOPE_RETURN_IF_ERROR(CheckPem(security->tls_ca_file, "--tls-ca"));
+  ATTNSCOPE_RETURN_IF_ERROR(CheckPem(security->tls_cert_file, "--tls-cert"));
+  ATTNSCOPE_RETURN_IF_ERROR(CheckPem(security->tls_key_file, "--tls-key"));
+  if (!has_server) return absl::OkStatus();
+  ATTNSCOPE_ASSIGN_OR_RETURN(security->token, rpc::ClientToken(token_file));
+  return absl::OkStatus();
+}
+
+void SetRemoteSecurity(rpc::ClientSecurity security) {
+  MutableRemoteSecurity() = std::move(security);
+}
+
+const rpc::ClientSecurity& RemoteSecurity() { return MutableRemoteSecurity(); }
 
 absl::StatusOr<rpc::PromptSpec> PromptSpecFromFlags(const Flags& flags) {
   rpc::PromptSpec spec;

@@ -10,9 +10,25 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "service/cli/flags.h"
+#include "service/rpc/client_security.h"
 #include "service/rpc/remote_client.h"
 
 namespace attnscope::cli {
+
+// The connection flags that come before the command, with --server:
+// --tls-ca FILE, --tls-cert FILE, --tls-key FILE and --auth-token-file FILE
+// (no token file: $ATTNSCOPE_TOKEN). Each is taken off the front of `args`
+// (also as --flag=FILE) into *security; the token is read from its file. A
+// usage error (InvalidArgument naming the flag) for a missing value, an
+// unreadable file, --tls-cert without --tls-key (or the reverse), or any of
+// them without `has_server`.
+absl::Status TakeConnectionFlags(std::vector<std::string>& args, bool has_server,
+                                 rpc::ClientSecurity* security);
+
+// The security every remote command uses, set once by main before it runs
+// a command (plaintext, no token until then).
+void SetRemoteSecurity(rpc::ClientSecurity security);
+const rpc::ClientSecurity& RemoteSecurity();
 
 // --text or --ids (already checked by CheckPromptFlags) as a request prompt.
 absl::StatusOr<rpc::PromptSpec> PromptSpecFromFlags(const Flags& flags);

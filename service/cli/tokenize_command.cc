@@ -5,17 +5,22 @@
 #include "nlohmann/json.hpp"
 #include "service/cli/command_support.h"
 #include "service/cli/commands.h"
+#include "service/cli/remote_support.h"
+#include "service/rpc/remote_client.h"
 
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope tokenize [--model DIR] (--text TEXT | --text-file FILE | --chat FILE) [options]
+constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] tokenize [--model DIR|NAME] (--text TEXT | --text-file FILE | --chat FILE) [options]
 
 Tokenizes TEXT with the tokenizer of DIR: tokenizer.json (Hugging Face's
 format), else vocab.json + merges.txt (GPT-2), else tokenizer.model
 (SentencePiece). DIR needs no weights: a folder of tokenizer files will do.
 
-  --model DIR              directory (default: the bundled tiny-gpt2)
+  --model DIR|NAME         directory (default: the bundled tiny-gpt2); with
+                           --server, a model name from 'attnscope models'
+                           (default: the server's default model); the
+                           output is the same
   --text TEXT              the text to tokenize (UTF-8; - reads stdin); the
                            tokenizer's special tokens are added as Hugging Face
                            does by default (Llama's BOS; nothing for GPT-2)
@@ -29,43 +34,68 @@ format), else vocab.json + merges.txt (GPT-2), else tokenizer.model
   --json                   print {"ids":[...],"tokens":[...],"offsets":[[b,e],...]}
                            (tokens as Hugging Face spells them, offsets in
                            bytes of the text; with --chat also "text")
+  --deadline S             with --server: give up after S seconds
 Without --json, prints the ids separated by spaces.
 )";
 
+void PrintTokens(const engine::Prompt& prompt, const Flags& flags) {
+  if (!flags.Has("json")) {
+    if (flags.Has("chat")) std::cout << prompt.text << "\n";
+    for (size_t i = 0; i < prompt.ids.size(); ++i) std::cout << (i ? " " : "") << prompt.ids[i];
+    std::cout << "\n";
+    return;
+  }
+  // Keys in the documented order: ids, tokens, offsets (text for --chat).
+  nlohmann::ordered_json out = {{"ids", prompt.ids},
+                                {"tokens", prompt.tokens},
+                                {"offsets", nlohmann::ordered_json::array()}};
+  for (const auto& [begin, end] : prompt.offsets) out["offsets"].push_back({begin, end});
+  if (flags.Has("chat")) out["text"] = prompt.text;
+  std::cout << out.dump() << "\n";
+}
+
+// The server's tokenizer of --model NAME; the same output.
+int RunRemote(const Flags& flags, const std::string& server, double deadline) {
+  auto spec = PromptSpecFromFlags(flags);
+  if (!spec.ok()) return RuntimeError("tokenize", spec.status());
+  rpc::RemoteClient client(server);
+  client.SetCallOptions(RemoteCallOptions("tokenize", server, deadline));
+  auto prompt = client.Tokenize(RemoteModelName(flags), *spec);
+  if (!prompt.ok()) return RuntimeError("tokenize", ExplainDeadline(prompt.status(), deadline));
+  PrintTokens(*prompt, flags);
+  return kExitOk;
+}
+
 }  // namespace
 
-int RunTokenize(const std::vector<std::string>& args) {
+int RunTokenize(const std::vector<std::string>& args, const std::string& server) {
   if (WantsHelp(args)) {
     std::cout << kHelp;
     return kExitOk;
   }
-  auto flags = Flags::Parse(args, WithPromptFlags({{"model"}, {"json", false}}));
+  auto flags = Flags::Parse(args, WithPromptFlags({{"model"}, {"json", false}, {"deadline"}}));
   if (!flags.ok()) return UsageError("tokenize", flags.status());
   if (flags->Has("ids") || flags->Has("ids-file")) {
     return UsageError("tokenize", absl::InvalidArgumentError(
                                       "--ids: give --text, --text-file or --chat"));
   }
   if (absl::Status usage = CheckPromptFlags(*flags); !usage.ok()) return UsageError("tokenize", usage);
+  auto deadline = ParseDeadline(*flags);
+  if (!deadline.ok()) return UsageError("tokenize", deadline.status());
+  if (flags->Has("deadline") && server.empty()) {
+    return UsageError("tokenize", absl::InvalidArgumentError(
+                                      "--deadline applies with --server only (tokenizing here "
+                                      "does not wait for anything)"));
+  }
   if (absl::Status read = LoadPromptSources(*flags); !read.ok()) return RuntimeError("tokenize", read);
+  if (!server.empty()) return RunRemote(*flags, server, *deadline);
   const std::string dir = flags->Get("model", engine::DefaultModelDirectory());
   // Only the tokenizer (and chat template) are needed: no weights are loaded.
   auto bundle = engine::LoadTokenizerBundle(dir);
   if (!bundle.ok()) return RuntimeError("tokenize", bundle.status());
   auto prompt = PromptFromFlags(**bundle, *flags);
   if (!prompt.ok()) return RuntimeError("tokenize", prompt.status());
-  if (!flags->Has("json")) {
-    if (flags->Has("chat")) std::cout << prompt->text << "\n";
-    for (size_t i = 0; i < prompt->ids.size(); ++i) std::cout << (i ? " " : "") << prompt->ids[i];
-    std::cout << "\n";
-    return kExitOk;
-  }
-  // Keys in the documented order: ids, tokens, offsets (text for --chat).
-  nlohmann::ordered_json out = {{"ids", prompt->ids},
-                                {"tokens", prompt->tokens},
-                                {"offsets", nlohmann::ordered_json::array()}};
-  for (const auto& [begin, end] : prompt->offsets) out["offsets"].push_back({begin, end});
-  if (flags->Has("chat")) out["text"] = prompt->text;
-  std::cout << out.dump() << "\n";
+  PrintTokens(*prompt, *flags);
   return kExitOk;
 }
 

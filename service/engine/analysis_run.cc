@@ -38,6 +38,7 @@ absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt&
   options.want_value_norms = true;
   options.input_ids = prompt.ids;
   options.top_k = settings.top_predictions;
+  options.layer_listener = settings.layer_listener;
   analysis::PromptAnalyzer analyzer(options);
 
   std::vector<model::ForwardObserver*> observers = {&analyzer};
@@ -52,6 +53,7 @@ absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt&
   model::ForwardOptions forward;
   forward.query_block_size = settings.query_block_size;
   forward.should_stop = settings.should_stop;
+  forward.precision = settings.precision.value_or(model::Precision::kFloat32);
 
   const auto start = std::chrono::steady_clock::now();
   ATTNSCOPE_RETURN_IF_ERROR(bundle.model->Forward({prompt.ids}, forward, observers));

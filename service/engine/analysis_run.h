@@ -4,9 +4,11 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "service/analysis/prompt_analyzer.h"
 #include "service/analysis/prompt_stats.h"
 #include "service/analysis/structural.h"
 #include "service/engine/model_bundle.h"
@@ -18,17 +20,25 @@ namespace attnscope::engine {
 struct AnalysisSettings {
   double threshold = 6.0;  // sink threshold on the z-score
   analysis::Template structure = analysis::Template::kAuto;
-  // Query rows per attention block (0: whole layers). Results agree either
-  // way; blocks bound the memory of long prompts.
+  // Query rows per attention block (0: automatic, whole layers while a
+  // layer's probabilities fit 32 MiB, else blocks that do; see
+  // model::ForwardOptions). Results agree either way; blocks bound the
+  // memory of long prompts.
   int64_t query_block_size = 0;
+  // The matrix products' precision (statistics are float32 either way);
+  // unset: float32 (a remote call then leaves it to the server's default).
+  std::optional<model::Precision> precision;
   // Keep attentions (L,H,T,T), hidden states and logits, e.g. for --export.
   bool record_tensors = false;
   // The most likely next tokens reported per position (PromptStats::top_predictions).
   int64_t top_predictions = 5;
   // Checked before each layer; true aborts with CancelledError.
   std::function<bool()> should_stop;
-  // More observers of the same forward pass (e.g. a per-layer streamer).
+  // More observers of the same forward pass (e.g. a per-layer streamer),
+  // called after the analyzer for every event.
   std::vector<model::ForwardObserver*> extra_observers;
+  // Told by the analyzer after each layer, with its per-head numbers so far.
+  analysis::LayerListener* layer_listener = nullptr;
 };
 
 struct AnalysisRun {

@@ -144,6 +144,7 @@ class Generator {
     forward_.should_stop = settings.should_stop;
     observers_ = {&observer_};
     if (stream_->observer() != nullptr) observers_.push_back(stream_->observer());
+    forward_.precision = settings.precision.value_or(model::Precision::kFloat32);
   }
 
   absl::Status Prefill(const Prompt& prompt, GenerationResult& result);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,9 @@ struct GenerationSettings {
   EvictionPolicy cache_policy;
   // Unset: cache positions for rotary models, original for learned ones.
   std::optional<model::CachePositions> cache_positions;
+  // The forward passes' matrix products (model::ForwardOptions::precision);
+  // unset: float32 (a remote call then leaves it to the server's default).
+  std::optional<model::Precision> precision;
   // Checked before every decoding step (and every layer); true aborts with
   // CancelledError.
   std::function<bool()> should_stop;

@@ -104,7 +104,7 @@ HalfLosses SequenceHalfLosses(const float* logits, int64_t vocab, const std::vec
 }
 
 absl::StatusOr<HeadScan> ScanHeads(const model::LanguageModel& model, const Probe& probe,
-                                   int64_t query_block_size) {
+                                   int64_t query_block_size, std::function<bool()> should_stop) {
   const model::ModelConfig& config = model.config();
   ATTNSCOPE_RETURN_IF_ERROR(ValidateProbe(config, probe));
   analysis::AnalysisOptions options;
@@ -118,6 +118,7 @@ absl::StatusOr<HeadScan> ScanHeads(const model::LanguageModel& model, const Prob
   }
   model::ForwardOptions forward;
   forward.query_block_size = query_block_size;
+  forward.should_stop = std::move(should_stop);
   ATTNSCOPE_RETURN_IF_ERROR(model.Forward(probe.sequences, forward, observers));
 
   HeadScan scan;
@@ -150,13 +151,15 @@ absl::Status CheckHeads(const model::ModelConfig& config,
 
 absl::StatusOr<HalfLosses> ProbeLosses(const model::LanguageModel& model, const Probe& probe,
                                        const std::vector<model::HeadRef>& ablate,
-                                       model::AblationMode mode) {
+                                       model::AblationMode mode,
+                                       std::function<bool()> should_stop) {
   ATTNSCOPE_RETURN_IF_ERROR(ValidateProbe(model.config(), probe));
   ATTNSCOPE_RETURN_IF_ERROR(CheckHeads(model.config(), ablate));
   LossObserver losses(probe);
   model::ForwardOptions forward;
   forward.ablate = ablate;
   forward.ablation_mode = mode;
+  forward.should_stop = std::move(should_stop);
   ATTNSCOPE_RETURN_IF_ERROR(model.Forward(probe.sequences, forward, {&losses}));
   return losses.Mean();
 }
@@ -164,7 +167,8 @@ absl::StatusOr<HalfLosses> ProbeLosses(const model::LanguageModel& model, const 
 absl::StatusOr<std::vector<AblationRow>> AblationTable(const model::LanguageModel& model,
                                                        const Probe& probe,
                                                        const std::vector<model::HeadRef>& heads,
-                                                       model::AblationMode mode) {
+                                                       model::AblationMode mode,
+                                                       std::function<bool()> should_stop) {
   if (heads.empty()) return absl::InvalidArgumentError("no heads to ablate: list at least one");
   ATTNSCOPE_RETURN_IF_ERROR(CheckHeads(model.config(), heads));
   std::vector<std::vector<model::HeadRef>> sets = {{}};
@@ -172,7 +176,7 @@ absl::StatusOr<std::vector<AblationRow>> AblationTable(const model::LanguageMode
   if (heads.size() > 1) sets.push_back(heads);
   std::vector<AblationRow> rows;
   for (auto& set : sets) {
-    ATTNSCOPE_ASSIGN_OR_RETURN(HalfLosses loss, ProbeLosses(model, probe, set, mode));
+    ATTNSCOPE_ASSIGN_OR_RETURN(HalfLosses loss, ProbeLosses(model, probe, set, mode, should_stop));
     rows.push_back(AblationRow{std::move(set), loss});
   }
   return rows;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,14 @@ struct Probe {
 // an ids file), no BOS id in the config and none given, BOS outside the vocabulary.
 absl::StatusOr<Probe> MakeRandomProbe(const model::ModelConfig& config, const ProbeSpec& spec);
 
+// One sequence BOS + span + span (n = span.size()), e.g. a text's tokens
+// repeated: the classic induction probe on real text. BOS as in ProbeSpec's
+// default. InvalidArgument for an empty span, 2n+1 over max_positions (the
+// message says how many tokens fit), no BOS id, or an id outside the
+// vocabulary (ValidateProbe).
+absl::StatusOr<Probe> MakeRepeatedProbe(const model::ModelConfig& config,
+                                        const std::vector<int64_t>& span);
+
 // Reads probe sequences from `path`: one sequence per line, ids separated by
 // commas and/or whitespace; blank lines and lines starting with '#' are
 // skipped. The repeat structure is the caller's business; each line must
@@ -84,18 +93,22 @@ struct HeadScan {
   HalfLosses loss;
 };
 
-// One forward pass of the whole probe (query_block_size as in
-// model::ForwardOptions), with a PromptAnalyzer per sequence. Errors: those
-// of ValidateProbe, of the forward pass and of the analyzer.
+// One forward pass of the whole probe (query_block_size and should_stop as
+// in model::ForwardOptions), with a PromptAnalyzer per sequence. Errors:
+// those of ValidateProbe, of the forward pass (Cancelled once should_stop
+// turns true) and of the analyzer.
 absl::StatusOr<HeadScan> ScanHeads(const model::LanguageModel& model, const Probe& probe,
-                                   int64_t query_block_size = 0);
+                                   int64_t query_block_size = 0,
+                                   std::function<bool()> should_stop = nullptr);
 
 // The half losses of the probe with `ablate` switched off as `mode` says (no
 // heads: the baseline). One forward pass of the whole batch. Errors: those of
-// ValidateProbe and CheckHeads, and of the forward pass.
+// ValidateProbe and CheckHeads, and of the forward pass (Cancelled once
+// should_stop turns true).
 absl::StatusOr<HalfLosses> ProbeLosses(const model::LanguageModel& model, const Probe& probe,
                                        const std::vector<model::HeadRef>& ablate,
-                                       model::AblationMode mode);
+                                       model::AblationMode mode,
+                                       std::function<bool()> should_stop = nullptr);
 
 // InvalidArgument "head L.H does not exist: the model has layers 0..L-1 and
 // heads 0..H-1" for the first head out of range.
@@ -108,10 +121,12 @@ struct AblationRow {
 
 // The seed's table: the baseline, each listed head alone, then all of them
 // together (only when more than one is listed). `heads` must not be empty.
+// should_stop as in ProbeLosses.
 absl::StatusOr<std::vector<AblationRow>> AblationTable(const model::LanguageModel& model,
                                                        const Probe& probe,
                                                        const std::vector<model::HeadRef>& heads,
-                                                       model::AblationMode mode);
+                                                       model::AblationMode mode,
+                                                       std::function<bool()> should_stop = nullptr);
 
 struct RankedHead {
   int layer = 0;

@@ -97,6 +97,27 @@ absl::StatusOr<Probe> MakeRandomProbe(const model::ModelConfig& config, const Pr
   return probe;
 }
 
+absl::StatusOr<Probe> MakeRepeatedProbe(const model::ModelConfig& config,
+                                        const std::vector<int64_t>& span) {
+  const auto n = static_cast<int64_t>(span.size());
+  if (n < 1) return absl::InvalidArgumentError("the probe's span has no tokens; give some text");
+  if (2 * n + 1 > config.max_positions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the text has ", n, " tokens: BOS + the text + the text again is ", 2 * n + 1,
+        " tokens, over the model's ", config.max_positions, " positions; shorten it to at most ",
+        (config.max_positions - 1) / 2, " tokens"));
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t bos, ProbeBos(config, ProbeSpec{}));
+  std::vector<int64_t> sequence = {bos};
+  sequence.insert(sequence.end(), span.begin(), span.end());
+  sequence.insert(sequence.end(), span.begin(), span.end());
+  Probe probe;
+  probe.n = n;
+  probe.sequences.push_back(std::move(sequence));
+  ATTNSCOPE_RETURN_IF_ERROR(ValidateProbe(config, probe));
+  return probe;
+}
+
 absl::StatusOr<Probe> ReadProbeFile(const std::string& path, int64_t n) {
   std::ifstream in(path);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open the probe ids file ", path));

@@ -60,13 +60,14 @@ class TerminalProgress {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ModelBundle>> LoadModelBundle(const std::string& directory) {
+absl::StatusOr<std::unique_ptr<ModelBundle>> LoadModelBundle(
+    const std::string& directory, const model::ModelLoadOptions& options) {
   auto bundle = std::make_unique<ModelBundle>();
   bundle->directory = directory;
   {
     TerminalProgress progress(directory);
     ATTNSCOPE_ASSIGN_OR_RETURN(bundle->model,
-                               model::LoadLanguageModel(directory, progress.Callback()));
+                               model::LoadLanguageModel(directory, progress.Callback(), options));
   }
   LoadTokenizerParts(*bundle);
   return bundle;

@@ -35,8 +35,10 @@ struct ModelBundle {
 // when it is a terminal), and the tokenizer (tokenizer::LoadTokenizer) and
 // chat template when present. Errors name the directory and the file at
 // fault; a tokenizer or chat template that fails to load does not fail the
-// model (see tokenizer_status, chat_template_status).
-absl::StatusOr<std::unique_ptr<ModelBundle>> LoadModelBundle(const std::string& directory);
+// model (see tokenizer_status, chat_template_status). The weights go to
+// `options.device` (FailedPrecondition for a device this build lacks).
+absl::StatusOr<std::unique_ptr<ModelBundle>> LoadModelBundle(
+    const std::string& directory, const model::ModelLoadOptions& options = {});
 
 // The tokenizer and chat template of `directory` alone (no weights: for
 // `attnscope tokenize` on a directory of tokenizer files). `model` is null.

@@ -33,10 +33,11 @@ class ServiceMetrics {
   // details of a request it already shows.
   enum class Origin { kUser, kDashboard };
 
-  // A finished RPC: rpc in {ListModels, Analyze, Generate, Subscribe}, model
-  // a served model's name ("" when the request named none that is served, and
-  // for ListModels), code a gRPC status code name ("OK", "INVALID_ARGUMENT",
-  // ...). Counts attnscope_requests_total{rpc,model,origin,code} and observes
+  // A finished RPC: rpc in {ListModels, Analyze, Generate, Subscribe,
+  // Tokenize, ScanHeads, Ablate}, model a served model's name ("" when the
+  // request named none that is served, and for ListModels), code a gRPC
+  // status code name ("OK", "INVALID_ARGUMENT", ...). Counts
+  // attnscope_requests_total{rpc,model,origin,code} and observes
   // attnscope_request_duration_seconds{rpc,model,origin}.
   void RecordRequest(const std::string& rpc, const std::string& model, Origin origin,
                      const std::string& code, double seconds);

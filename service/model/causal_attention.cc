@@ -1,9 +1,19 @@
 #include "service/model/causal_attention.h"
 
+#include <ATen/Parallel.h>
+
+#include <algorithm>
 #include <limits>
+#include <optional>
+
+#include "service/model/attention_kernel.h"
 
 namespace attnscope::model {
 namespace {
+
+// Without an observer of the probabilities the block size is invisible, so
+// rows go in blocks whose scores stay in the cache.
+constexpr int64_t kUnobservedBlock = 64;
 
 // Query head h reads key/value head h / group (repeat_interleave, not tile).
 at::Tensor ExpandGroups(const at::Tensor& kv, int64_t num_heads) {
@@ -14,58 +24,154 @@ at::Tensor ExpandGroups(const at::Tensor& kv, int64_t num_heads) {
 // True where query row r (at position p = past + row_begin + r) may not see
 // key j (at position q_j: j, or step.key_positions[j]): q_j > p, or with a
 // window W, q_j <= p - W; or where step.hidden_keys says so.
-at::Tensor HiddenKeys(int64_t row_begin, int64_t rows, const AttentionStep& step,
-                      int64_t keys) {
+at::Tensor HiddenKeys(int64_t row_begin, int64_t rows, const AttentionStep& step, int64_t keys,
+                      const at::Device& device) {
+  const at::TensorOptions longs = at::TensorOptions(at::kLong).device(device);
   const at::Tensor key_pos =
-      (step.key_positions.defined() ? step.key_positions : at::arange(keys, at::kLong))
+      (step.key_positions.defined() ? step.key_positions.to(device) : at::arange(keys, longs))
           .unsqueeze(0);
   const int64_t first = step.past + row_begin;
-  const at::Tensor query_pos = at::arange(first, first + rows, at::kLong).unsqueeze(1);
+  const at::Tensor query_pos = at::arange(first, first + rows, longs).unsqueeze(1);
   at::Tensor hidden = key_pos > query_pos;  // (rows, keys)
   if (step.window > 0) hidden = hidden.logical_or(key_pos <= query_pos - step.window);
   if (step.hidden_keys.defined()) {
-    hidden = hidden.logical_or(step.hidden_keys.narrow(0, row_begin, rows));
+    hidden = hidden.logical_or(step.hidden_keys.narrow(0, row_begin, rows).to(device));
   }
   return hidden;
 }
 
-}  // namespace
+// The kernel masks key j as if it sat at position j + offset. Returns the
+// offset when step.key_positions is undefined (0) or consecutive (a cache
+// that evicted only its oldest tokens), nullopt when the positions have gaps.
+std::optional<int64_t> KeyPositionOffset(const AttentionStep& step, int64_t keys) {
+  if (!step.key_positions.defined()) return 0;
+  const at::Tensor pos = step.key_positions.to(at::kCPU, at::kLong).contiguous();
+  const int64_t* p = pos.data_ptr<int64_t>();
+  for (int64_t j = 1; j < keys; ++j) {
+    if (p[j] != p[0] + j) return std::nullopt;
+  }
+  return keys > 0 ? p[0] : 0;
+}
 
-at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                           const AttentionStep& step, ObserverSet& observers) {
-  const int64_t num_heads = q.size(1);
-  const int64_t num_queries = q.size(2);
-  const int64_t num_keys = k.size(2);
-  const at::Tensor values32 = ExpandGroups(v, num_heads);  // (B, H, S, d)
-  at::Tensor value_norms;
-  if (observers.needs().value_norms) value_norms = values32.norm(2, {-1});  // (B, H, S)
+at::Tensor ValueNorms(const at::Tensor& v, int64_t num_heads, const ObserverSet& observers) {
+  if (!observers.needs().value_norms) return {};
+  return ExpandGroups(v.norm(2, {-1}), num_heads).contiguous();  // (B, H, S)
+}
 
-  // Scores, softmax and the weighted sum run in float64 and are rounded to
-  // float32 afterwards: BLAS sums in a different order for different block
-  // shapes, and in float32 that made block-wise and whole-layer results drift
-  // apart by ~1e-6 over a few layers. In float64 the drift is far below
-  // float32 resolution, so both modes give the same numbers.
-  const at::Tensor queries = q.to(at::kDouble);
-  const at::Tensor keys_t = ExpandGroups(k, num_heads).to(at::kDouble).transpose(-1, -2);
-  const at::Tensor values = values32.to(at::kDouble);
-  const int64_t block = step.query_block_size > 0 ? step.query_block_size : num_queries;
-  at::Tensor out = at::empty_like(q);  // (B, H, T, d) float32
+int64_t BlockRows(const AttentionStep& step, int64_t num_queries, const ObserverSet& observers) {
+  const int64_t asked = step.query_block_size > 0 ? step.query_block_size : num_queries;
+  return observers.needs().attention ? asked : std::min(asked, kUnobservedBlock);
+}
+
+// Any device: ATen ops on whole blocks, in float32.
+at::Tensor AtenAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const AttentionStep& step, ObserverSet& observers) {
+  const int64_t num_heads = q.size(1), num_queries = q.size(2), num_keys = k.size(2);
+  const at::Tensor values = ExpandGroups(v, num_heads);
+  const at::Tensor keys_t = ExpandGroups(k, num_heads).transpose(-1, -2);
+  const at::Tensor value_norms = ValueNorms(v, num_heads, observers);
+  const int64_t block = BlockRows(step, num_queries, observers);
+  at::Tensor out = at::empty({q.size(0), num_queries, num_heads, q.size(3)}, q.options());
   for (int64_t begin = 0; begin < num_queries; begin += block) {
     const int64_t rows = std::min(block, num_queries - begin);
-    at::Tensor scores = at::matmul(queries.narrow(2, begin, rows), keys_t)
-                            .mul_(step.score_scale);  // (B, H, rows, S)
-    // Gemma-2 soft-caps after scaling and before the mask.
+    at::Tensor scores = at::matmul(q.narrow(2, begin, rows), keys_t).mul_(step.score_scale);
     if (step.softcap > 0) scores = at::tanh(scores / step.softcap).mul_(step.softcap);
-    // HF masks with the lowest finite value, not -inf (exp gives exact zeros).
-    scores.masked_fill_(HiddenKeys(begin, rows, step, num_keys),
-                        std::numeric_limits<double>::lowest());
-    const at::Tensor probs = at::softmax(scores, -1);
-    out.narrow(2, begin, rows).copy_(at::matmul(probs, values));
+    scores.masked_fill_(HiddenKeys(begin, rows, step, num_keys, q.device()),
+                        std::numeric_limits<float>::lowest());
+    const at::Tensor probs = at::softmax(scores, -1);  // (B, H, rows, S)
+    out.narrow(1, begin, rows).copy_(at::matmul(probs, values).transpose(1, 2));
     if (observers.needs().attention) {
-      observers.PublishAttention(step.layer, begin, probs.to(at::kFloat), value_norms);
+      observers.PublishAttention(step.layer, begin, probs, value_norms);
     }
   }
-  return out;
+  return out.permute({0, 2, 1, 3});
+}
+
+// A tensor whose last dimension is dense (BLAS reads the other strides).
+at::Tensor RowDense(const at::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
+
+}  // namespace
+
+float* AttentionWorkspace::Floats(int64_t numel) {
+  if (numel > size_) {
+    data_.reset();  // release first: the old and new buffers need not coexist
+    data_.reset(new float[static_cast<size_t>(numel)]);
+    size_ = numel;
+  }
+  return data_.get();
+}
+
+std::unique_ptr<AttentionWorkspace> WorkspacePool::Take() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (free_.empty()) return std::make_unique<AttentionWorkspace>();
+  std::unique_ptr<AttentionWorkspace> w = std::move(free_.back());
+  free_.pop_back();
+  return w;
+}
+
+void WorkspacePool::Give(std::unique_ptr<AttentionWorkspace> workspace) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_.push_back(std::move(workspace));
+}
+
+at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
+                           const AttentionStep& step, ObserverSet& observers) {
+  // The kernel masks by key index only: an extra mask, or cached keys whose
+  // positions have gaps (an evicting cache in original positions), take the
+  // ATen path.
+  const std::optional<int64_t> key_offset =
+      step.hidden_keys.defined() ? std::nullopt : KeyPositionOffset(step, k_in.size(2));
+  if (!q_in.is_cpu() || q_in.scalar_type() != at::kFloat || !key_offset.has_value()) {
+    return AtenAttention(q_in, k_in, v_in, step, observers);
+  }
+  const at::Tensor q = RowDense(q_in), k = RowDense(k_in), v = RowDense(v_in);
+  const int64_t batch = q.size(0), heads = q.size(1), tokens = q.size(2), d = q.size(3);
+  const int64_t num_keys = k.size(2), group = heads / k.size(1);
+  const at::Tensor value_norms = ValueNorms(v, heads, observers);
+  const int64_t block = BlockRows(step, tokens, observers);
+  AttentionWorkspace local;
+  AttentionWorkspace& workspace = step.workspace != nullptr ? *step.workspace : local;
+  float* probs = workspace.Floats(batch * heads * std::min(block, tokens) * num_keys);
+  at::Tensor out = at::empty({batch, tokens, heads, d}, q.options());  // (B, T, H, d)
+  const float* qp = q.data_ptr<float>();
+  const float* kp = k.data_ptr<float>();
+  const float* vp = v.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  for (int64_t begin = 0; begin < tokens; begin += block) {
+    const int64_t rows = std::min(block, tokens - begin);
+    // One (sequence, head) per task: its scores stay in the core's cache and
+    // BLAS runs single-threaded inside the parallel region.
+    at::parallel_for(0, batch * heads, 1, [&](int64_t first, int64_t end) {
+      for (int64_t bh = first; bh < end; ++bh) {
+        const int64_t b = bh / heads, h = bh % heads, kv = h / group;
+        HeadAttentionArgs a;
+        a.q = qp + b * q.stride(0) + h * q.stride(1) + begin * q.stride(2);
+        a.q_ld = q.stride(2);
+        a.k = kp + b * k.stride(0) + kv * k.stride(1);
+        a.k_ld = k.stride(2);
+        a.v = vp + b * v.stride(0) + kv * v.stride(1);
+        a.v_ld = v.stride(2);
+        a.out = op + ((b * tokens + begin) * heads + h) * d;
+        a.out_ld = heads * d;
+        a.probs = probs + bh * rows * num_keys;  // (B, H, rows, S) row-major
+        a.probs_ld = num_keys;
+        a.rows = rows;
+        a.head_dim = d;
+        a.num_keys = num_keys;
+        a.first_position = step.past + begin - *key_offset;
+        a.window = step.window;
+        a.scale = static_cast<float>(step.score_scale);
+        a.softcap = static_cast<float>(step.softcap);
+        HeadAttention(a);
+      }
+    });
+    if (observers.needs().attention) {
+      observers.PublishAttention(step.layer, begin,
+                                 at::from_blob(probs, {batch, heads, rows, num_keys}),
+                                 value_norms);
+    }
+  }
+  return out.permute({0, 2, 1, 3});  // (B, H, T, d) view
 }
 
 void AblateHeads(int layer, const ForwardOptions& options, at::Tensor& o) {

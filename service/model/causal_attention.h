@@ -5,10 +5,39 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
+#include <mutex>
+#include <vector>
+
 #include "service/model/language_model.h"
 #include "service/model/observer_set.h"
 
 namespace attnscope::model {
+
+// Scratch memory for the attention probabilities: grown to the largest block
+// a pass needed and reused by every layer of it and by later passes, so that
+// the hot path does not fault in fresh pages on every layer.
+class AttentionWorkspace {
+ public:
+  // At least `numel` floats, contents undefined; valid until the next call.
+  float* Floats(int64_t numel);
+
+ private:
+  std::unique_ptr<float[]> data_;
+  int64_t size_ = 0;
+};
+
+// Workspaces of finished passes, handed to the next ones (one per pass in
+// flight, so concurrent forward passes never share one).
+class WorkspacePool {
+ public:
+  std::unique_ptr<AttentionWorkspace> Take();
+  void Give(std::unique_ptr<AttentionWorkspace> workspace);
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<AttentionWorkspace>> free_;
+};
 
 struct AttentionStep {
   int layer = 0;
@@ -27,12 +56,15 @@ struct AttentionStep {
   at::Tensor key_positions;
   // (T, S) bool: true also hides key j from query row r; undefined: none.
   at::Tensor hidden_keys;
+  AttentionWorkspace* workspace = nullptr;  // nullptr: a workspace of this call only
 };
 
 // q is (B, H, T, d); k and v are (B, KV, S, d) with S = past + T and H a
 // multiple of KV (query head h reads KV head h / (H / KV)). Returns the head
-// outputs (B, H, T, d). Publishes probabilities (and value norms if asked)
-// to `observers`.
+// outputs (B, H, T, d) (a view of a (B, T, H, d) tensor, so that the output
+// projection reads it without a copy). Publishes probabilities (and value
+// norms if asked) to `observers`. float32 throughout; on the CPU each
+// (sequence, head) runs attention_kernel.h's kernel, elsewhere ATen ops.
 at::Tensor CausalAttention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                            const AttentionStep& step, ObserverSet& observers);
 

@@ -3,12 +3,15 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <mutex>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "service/core/status_macros.h"
+#include "service/model/attention_blocks.h"
 #include "service/model/causal_attention.h"
 #include "service/model/decoder_weights.h"
+#include "service/model/device.h"
 #include "service/model/forward_checks.h"
 #include "service/model/kv_cache.h"
 #include "service/model/rotary.h"
@@ -23,6 +26,10 @@ at::Tensor HiddenKeysTensor(const std::vector<uint8_t>& hidden, int64_t tokens) 
   return at::from_blob(const_cast<uint8_t*>(hidden.data()), {tokens, keys}, at::kByte)
       .to(at::kBool);
 }
+// Rows of logits per block when observers take blocks: 64 x V floats (13 MB
+// for GPT-2), enough rows for the head's GEMM to run at full speed.
+constexpr int64_t kLogitRowsPerBlock = 64;
+
 
 // What one forward pass shares across its layers.
 struct PassState {
@@ -35,12 +42,31 @@ struct PassState {
   RotaryTables key_rotary;
   at::Tensor key_positions;  // (S) long, or undefined for 0 .. S-1
   at::Tensor hidden_keys;    // (T, S) bool, or undefined
+  AttentionWorkspace* workspace = nullptr;
+  // The float32 weights, or their bfloat16 matrices for Precision::kBfloat16.
+  const DecoderWeights* weights = nullptr;
+  bool bf16 = false;
+};
+
+// A workspace from the pool for the lifetime of one pass.
+class PooledWorkspace {
+ public:
+  explicit PooledWorkspace(WorkspacePool& pool) : pool_(pool), workspace_(pool.Take()) {}
+  ~PooledWorkspace() { pool_.Give(std::move(workspace_)); }
+  PooledWorkspace(const PooledWorkspace&) = delete;
+  PooledWorkspace& operator=(const PooledWorkspace&) = delete;
+  AttentionWorkspace* get() const { return workspace_.get(); }
+
+ private:
+  WorkspacePool& pool_;
+  std::unique_ptr<AttentionWorkspace> workspace_;
 };
 
 class DecoderModel : public LanguageModel {
  public:
-  DecoderModel(ModelConfig config, DecoderWeights weights)
-      : config_(std::move(config)), spec_(config_.decoder), w_(std::move(weights)) {}
+  DecoderModel(ModelConfig config, DecoderWeights weights, c10::Device device)
+      : config_(std::move(config)), spec_(config_.decoder), w_(std::move(weights)),
+        device_(device) {}
 
   const ModelConfig& config() const override { return config_; }
   absl::Status Forward(const std::vector<std::vector<int64_t>>& batch,
@@ -55,27 +81,42 @@ class DecoderModel : public LanguageModel {
   }
 
  private:
-  at::Tensor Embed(const at::Tensor& ids, int64_t past) const;
+  at::Tensor Embed(const at::Tensor& ids, const PassState& pass) const;
+  // y = x W^T + b in the pass's precision.
+  at::Tensor Product(const at::Tensor& x, const LinearWeights& w, const PassState& pass) const {
+    return pass.bf16 ? LinearBf16(x, w) : Linear(x, w);
+  }
+  // The bfloat16 matrices, made on the first bfloat16 pass and kept.
+  const DecoderWeights& Bf16Weights() const {
+    std::call_once(bf16_once_, [this] { bf16_ = Bf16Matrices(w_); });
+    return bf16_;
+  }
   at::Tensor Norm(const at::Tensor& x, const NormWeights& w) const {
     return Normalize(x, w, spec_.norm, spec_.norm_eps);
   }
   at::Tensor RunLayer(int layer, const at::Tensor& x, PassState& pass) const;
   at::Tensor Attention(int layer, const at::Tensor& x, PassState& pass) const;
-  at::Tensor Mlp(const LayerWeights& l, const at::Tensor& x) const;
-  at::Tensor Finish(const at::Tensor& x) const;
-  at::Tensor Logits(const at::Tensor& x) const;
+  at::Tensor Mlp(const LayerWeights& l, const at::Tensor& x, const PassState& pass) const;
+  at::Tensor Finish(const at::Tensor& x, const PassState& pass) const;
+  at::Tensor Logits(const at::Tensor& x, const PassState& pass) const;
+  void PublishLogits(const at::Tensor& x, const PassState& pass) const;
 
   ModelConfig config_;
   const DecoderSpec& spec_;
   DecoderWeights w_;
+  c10::Device device_;
+  mutable std::once_flag bf16_once_;
+  mutable DecoderWeights bf16_;
+  mutable WorkspacePool workspaces_;  // Forward is const and may run concurrently
 };
 
 // ids (B, T) -> (B, T, H): token rows (scaled), projected in, plus positions.
-at::Tensor DecoderModel::Embed(const at::Tensor& ids, int64_t past) const {
+at::Tensor DecoderModel::Embed(const at::Tensor& ids, const PassState& pass) const {
+  const int64_t past = pass.past;
   at::Tensor x = w_.embed.index_select(0, ids.flatten()).view({ids.size(0), ids.size(1), -1});
   // Gemma multiplies by sqrt(H) rounded to the compute dtype (float32 here).
   if (spec_.embedding_scale != 1.0) x = x * static_cast<float>(spec_.embedding_scale);
-  if (w_.project_in.weight.defined()) x = Linear(x, w_.project_in);
+  if (w_.project_in.weight.defined()) x = Product(x, pass.weights->project_in, pass);
   if (w_.positions.defined()) {
     x = x + w_.positions.narrow(0, past + spec_.position_offset, ids.size(1)).unsqueeze(0);
   }
@@ -84,10 +125,10 @@ at::Tensor DecoderModel::Embed(const at::Tensor& ids, int64_t past) const {
 
 // x (B, T, H) -> attention output (B, T, H), before the residual.
 at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pass) const {
-  const LayerWeights& l = w_.layers[layer];
+  const LayerWeights& l = pass.weights->layers[layer];
   const AttentionSpec& a = spec_.attention;
   const int64_t batch = x.size(0), tokens = x.size(1), d = a.head_dim;
-  const at::Tensor qkv = Linear(x, l.qkv);  // (B, T, (H + 2 KV) d), columns q | k | v
+  const at::Tensor qkv = Product(x, l.qkv, pass);  // (B, T, (H + 2 KV) d), columns q | k | v
   const int64_t q_cols = a.num_heads * d, kv_cols = a.num_kv_heads * d;
   at::Tensor q = qkv.narrow(-1, 0, q_cols).view({batch, tokens, a.num_heads, d});
   at::Tensor k = qkv.narrow(-1, q_cols, kv_cols).view({batch, tokens, a.num_kv_heads, d});
@@ -106,15 +147,20 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
     q = ApplyRotary(q, pass.rotary);
     if (!rotate_cached) k = ApplyRotary(k, pass.rotary);
   }
+  if (pass.bf16) {  // the operands of q k^T and p v
+    q = RoundToBf16(q);
+    if (!rotate_cached) k = RoundToBf16(k);  // else after the rotation below
+    v = RoundToBf16(v);
+  }
   AttentionStep step;
   step.layer = layer;
   step.past = pass.past;
-  step.query_block_size = pass.options.query_block_size;
   step.score_scale = a.score_scale;
   step.softcap = a.softcap;
   step.window = a.window[layer];
   step.key_positions = pass.key_positions;
   step.hidden_keys = pass.hidden_keys;
+  step.workspace = pass.workspace;
   // OPT scales the projected queries in float32 before the product.
   if (a.scale_query_first) {
     q = q * static_cast<float>(a.score_scale);
@@ -124,31 +170,39 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
   if (pass.cache != nullptr) {
     std::tie(k, v) = pass.cache->Append(layer, k, v);
     // StreamingLLM's position shift: every cached key at its cache index.
-    if (rotate_cached) k = ApplyRotary(k, pass.key_rotary);
+    if (rotate_cached) {
+      k = ApplyRotary(k, pass.key_rotary);
+      if (pass.bf16) k = RoundToBf16(k);
+    }
   }
+  // Keys: the cached tokens (after an eviction fewer than the positions) and
+  // the new ones.
+  step.query_block_size = QueryBlockRows(pass.options.query_block_size, batch * a.num_heads,
+                                         tokens, k.size(2));
   at::Tensor o = CausalAttention(q, k, v, step, pass.observers);  // (B, H, T, d)
   AblateHeads(layer, pass.options, o);
-  return Linear(o.transpose(1, 2).reshape({batch, tokens, q_cols}), l.o);
+  return Product(o.transpose(1, 2).reshape({batch, tokens, q_cols}), l.o, pass);
 }
 
-at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x) const {
-  const at::Tensor up = Linear(x, l.up);
-  if (!spec_.mlp.gated) return Linear(Activate(up, spec_.mlp.activation), l.down);
+at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x,
+                             const PassState& pass) const {
+  const at::Tensor up = Product(x, l.up, pass);
+  if (!spec_.mlp.gated) return Product(Activate(up, spec_.mlp.activation), l.down, pass);
   const int64_t inner = spec_.mlp.intermediate_size;
   const at::Tensor gate = up.narrow(-1, 0, inner), value = up.narrow(-1, inner, inner);
-  return Linear(Activate(gate, spec_.mlp.activation) * value, l.down);
+  return Product(Activate(gate, spec_.mlp.activation) * value, l.down, pass);
 }
 
 at::Tensor DecoderModel::RunLayer(int layer, const at::Tensor& x, PassState& pass) const {
-  const LayerWeights& l = w_.layers[layer];
+  const LayerWeights& l = pass.weights->layers[layer];
   switch (spec_.residual) {
     case ResidualLayout::kParallel: {
       const at::Tensor attn = Attention(layer, Norm(x, l.attn_norm), pass);
-      return Mlp(l, Norm(x, l.mlp_norm)) + attn + x;  // HF's order of the sum
+      return Mlp(l, Norm(x, l.mlp_norm), pass) + attn + x;  // HF's order of the sum
     }
     case ResidualLayout::kPostNorm: {
       const at::Tensor h = Norm(x + Attention(layer, x, pass), l.attn_norm);
-      return Norm(h + Mlp(l, h), l.mlp_norm);
+      return Norm(h + Mlp(l, h, pass), l.mlp_norm);
     }
     case ResidualLayout::kPreNorm:
       break;
@@ -156,28 +210,41 @@ at::Tensor DecoderModel::RunLayer(int layer, const at::Tensor& x, PassState& pas
   at::Tensor attn = Attention(layer, Norm(x, l.attn_norm), pass);
   if (spec_.post_sublayer_norms) attn = Norm(attn, l.post_attn_norm);
   const at::Tensor h = x + attn;
-  at::Tensor mlp = Mlp(l, Norm(h, l.mlp_norm));
+  at::Tensor mlp = Mlp(l, Norm(h, l.mlp_norm), pass);
   if (spec_.post_sublayer_norms) mlp = Norm(mlp, l.post_mlp_norm);
   return h + mlp;
 }
 
 // The last layer's output -> the last hidden state (final norm, project_out).
-at::Tensor DecoderModel::Finish(const at::Tensor& x) const {
+at::Tensor DecoderModel::Finish(const at::Tensor& x, const PassState& pass) const {
   at::Tensor out = spec_.final_norm ? Norm(x, w_.final_norm) : x;
-  if (w_.project_out.weight.defined()) out = Linear(out, w_.project_out);
+  if (w_.project_out.weight.defined()) out = Product(out, pass.weights->project_out, pass);
   return out;
 }
 
 // x (B, T, E) -> logits (B, T, V). A single row (a decoding step) goes
 // through matrix-vector: GEMM would first repack the whole (V, E) head.
-at::Tensor DecoderModel::Logits(const at::Tensor& x) const {
+at::Tensor DecoderModel::Logits(const at::Tensor& x, const PassState& pass) const {
   const at::Tensor rows = x.reshape({-1, x.size(-1)});
-  at::Tensor logits = rows.size(0) == 1 ? at::mv(w_.head, rows[0]).unsqueeze(0)
-                                        : at::mm(rows, w_.head.t());
+  at::Tensor logits = pass.bf16                ? LinearBf16(rows, {pass.weights->head, {}})
+                      : rows.size(0) == 1 ? at::mv(w_.head, rows[0]).unsqueeze(0)
+                                          : at::mm(rows, w_.head.t());
   if (spec_.final_softcap > 0) {
     logits = at::tanh(logits / spec_.final_softcap) * spec_.final_softcap;
   }
   return logits.view({x.size(0), x.size(1), config_.vocab_size});
+}
+
+// All at once, or in blocks of rows when every observer takes them so: the
+// (T, V) logits are the largest tensor of a pass (200 MB for GPT-2 at T = 1024).
+void DecoderModel::PublishLogits(const at::Tensor& x, const PassState& pass) const {
+  ObserverSet& observers = pass.observers;
+  const int64_t tokens = x.size(1);
+  if (!observers.logits_in_blocks()) return observers.PublishLogits(Logits(x, pass));
+  for (int64_t begin = 0; begin < tokens; begin += kLogitRowsPerBlock) {
+    const int64_t rows = std::min(kLogitRowsPerBlock, tokens - begin);
+    observers.PublishLogitsBlock(begin, Logits(x.narrow(1, begin, rows), pass), tokens);
+  }
 }
 
 absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batch,
@@ -199,16 +266,26 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
     if (cache != nullptr) cache->Rollback();
     ObserverSet obs(observers);
     const int64_t batch_size = batch.size(), tokens = batch[0].size();
-    PassState pass{options, past, cache, {}, obs, {}, {}, {}};
+    PooledWorkspace workspace(workspaces_);
+    PassState pass{options, past, cache, {}, obs, {}, {}, {}, workspace.get()};
+    pass.bf16 = options.precision == Precision::kBfloat16;
+    pass.weights = pass.bf16 ? &Bf16Weights() : &w_;
     if (spec_.rope.kind != RopeKind::kNone) {
       pass.rotary = MakeRotaryTables(spec_.rope, past, tokens);
       if (cache != nullptr && cache->rotates_by_index()) {
         pass.key_rotary = MakeRotaryTables(spec_.rope, 0, cached + tokens);
+        pass.key_rotary.cos = pass.key_rotary.cos.to(device_);
+        pass.key_rotary.sin = pass.key_rotary.sin.to(device_);
       }
+      pass.rotary.cos = pass.rotary.cos.to(device_);
+      pass.rotary.sin = pass.rotary.sin.to(device_);
     }
     if (cache != nullptr) pass.key_positions = cache->KeyPositions(tokens);
-    if (!options.hidden_keys.empty()) pass.hidden_keys = HiddenKeysTensor(options.hidden_keys, tokens);
-    at::Tensor x = Embed(IdsTensor(batch), past);  // (B, T, H)
+    if (pass.key_positions.defined()) pass.key_positions = pass.key_positions.to(device_);
+    if (!options.hidden_keys.empty()) {
+      pass.hidden_keys = HiddenKeysTensor(options.hidden_keys, tokens).to(device_);
+    }
+    at::Tensor x = Embed(IdsTensor(batch).to(device_), pass);  // (B, T, H)
     obs.Begin(batch_size, tokens);
     obs.PublishHidden(0, x);
     for (int layer = 0; layer < config_.num_layers; ++layer) {
@@ -218,9 +295,9 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
       x = RunLayer(layer, x, pass);
       if (layer + 1 < config_.num_layers) obs.PublishHidden(layer + 1, x);
     }
-    x = Finish(x);
+    x = Finish(x, pass);
     obs.PublishHidden(static_cast<int>(config_.num_layers), x);
-    if (obs.needs().logits) obs.PublishLogits(Logits(x));
+    if (obs.needs().logits) PublishLogits(x, pass);
     if (cache != nullptr) cache->Commit(tokens);
     return absl::OkStatus();
   } catch (const c10::Error& e) {
@@ -235,23 +312,26 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
-    const ModelConfig& config, const SafetensorsCheckpoint& checkpoint,
-    const LoadProgressCallback& progress) {
+    const ModelConfig& config, std::shared_ptr<const SafetensorsCheckpoint> checkpoint,
+    const LoadProgressCallback& progress, const ModelLoadOptions& options) {
+  ATTNSCOPE_ASSIGN_OR_RETURN(const c10::Device device, ResolveDevice(options.device));
   const TensorNames& names = config.decoder.names;
   std::vector<std::string> prefixes = names.prefixes;
   for (const std::string& prefix : names.prefixes) {
-    if (checkpoint.Find(prefix + names.embed + ".weight") != nullptr) {
+    if (checkpoint->Find(prefix + names.embed + ".weight") != nullptr) {
       prefixes = {prefix};  // one naming scheme per checkpoint
       break;
     }
   }
-  WeightLoader loader(checkpoint, prefixes, progress);
+  const std::string directory = checkpoint->directory();
+  WeightLoader loader(std::move(checkpoint), prefixes, progress);
   try {
     c10::InferenceMode inference;
     ATTNSCOPE_ASSIGN_OR_RETURN(DecoderWeights weights, LoadDecoderWeights(config, loader));
-    return std::unique_ptr<LanguageModel>(new DecoderModel(config, std::move(weights)));
+    MoveWeights(weights, device);
+    return std::unique_ptr<LanguageModel>(new DecoderModel(config, std::move(weights), device));
   } catch (const std::exception& e) {
-    return absl::InternalError(absl::StrCat("loading ", checkpoint.directory(), ": ", e.what()));
+    return absl::InternalError(absl::StrCat("loading ", directory, ": ", e.what()));
   }
 }
 

@@ -41,9 +41,10 @@ class SpecReader {
 absl::StatusOr<at::Tensor> SpecReader::Matrix(const std::string& name, int64_t out, int64_t in,
                                               const std::string& origin) const {
   if (!n_.conv1d) return w_.Get(name + ".weight", {out, in}, origin);
-  // GPT-2's Conv1D stores (in, out).
+  // GPT-2's Conv1D stores (in, out): used as a transposed view (BLAS reads
+  // it as it lies), not copied.
   ATTNSCOPE_ASSIGN_OR_RETURN(at::Tensor t, w_.Get(name + ".weight", {in, out}, origin));
-  return t.t().contiguous();
+  return t.t();
 }
 
 absl::StatusOr<LinearWeights> SpecReader::Linear(const std::string& name, int64_t out,

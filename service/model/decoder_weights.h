@@ -1,7 +1,9 @@
 // Internal to the model library: the parameters of a DecoderSpec model as
 // float32 tensors in one layout whatever the checkpoint's (matrices (out, in),
 // q | k | v fused into one projection, gate | up fused into one), and the
-// building blocks that use them.
+// building blocks that use them. Tensors an F32 checkpoint holds in this
+// layout are read-only views of its mapped file (GPT-2's (in, out) Conv1D
+// matrices as transposed views); the others are converted copies.
 #pragma once
 
 #include <ATen/ATen.h>

@@ -16,6 +16,10 @@ struct ObserverNeeds {
   bool value_norms = false;    // AttentionBlock::value_norms filled in
   bool hidden_states = false;  // OnHiddenState for s = 0..L
   bool logits = false;         // OnLogits
+  // With `logits`: the observer takes the logits in blocks of rows through
+  // OnLogitsBlock instead of all at once through OnLogits. When every
+  // observer of the logits does, the runtime never holds all T x V of them.
+  bool logits_in_blocks = false;
 };
 
 // Attention probabilities of one layer for query rows [query_begin, query_end)
@@ -62,6 +66,12 @@ class ForwardObserver {
   // Logits (T, V) row-major float32 of one sequence; row i predicts token i+1.
   virtual void OnLogits(int sequence, const float* logits, int64_t num_tokens,
                         int64_t vocab) {}
+
+  // For observers whose Needs() sets logits_in_blocks: logits of rows
+  // [row_begin, row_begin + rows) of one sequence of `num_tokens`, (rows, V)
+  // row-major. Blocks arrive in order and cover every row exactly once.
+  virtual void OnLogitsBlock(int sequence, int64_t row_begin, const float* logits, int64_t rows,
+                             int64_t num_tokens, int64_t vocab) {}
 };
 
 }  // namespace attnscope::model

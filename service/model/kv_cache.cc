@@ -25,7 +25,9 @@ absl::Status DecoderCache::Keep(const std::vector<int64_t>& indices) {
   }
   if (static_cast<int64_t>(indices.size()) == length_) return absl::OkStatus();
   Rollback();
-  const at::Tensor index = at::tensor(at::ArrayRef<int64_t>(indices), at::kLong);
+  const at::Tensor index = at::tensor(at::ArrayRef<int64_t>(indices), at::kLong)
+                               .to(keys_.empty() || !keys_[0].defined() ? at::Device(at::kCPU)
+                                                                        : keys_[0].device());
   for (size_t l = 0; l < keys_.size(); ++l) {
     if (!keys_[l].defined()) continue;
     keys_[l] = keys_[l].index_select(2, index).contiguous();

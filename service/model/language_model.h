@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "service/model/compute_options.h"
 #include "service/model/forward_observer.h"
 #include "service/model/model_config.h"
 
@@ -60,12 +61,20 @@ class KvCache {
 };
 
 struct ForwardOptions {
-  // Query rows per attention block: 0 computes each layer's attention for all
-  // queries at once; B > 0 bounds the extra memory per layer to H x B x T.
+  // Query rows per attention block: B > 0 bounds the extra memory per layer
+  // to H x B x T (B >= T: whole layers); 0 chooses automatically: whole
+  // layers while a layer's probabilities fit kAutoAttentionBlockBytes
+  // (attention_blocks.h), else blocks that fit, so memory stays linear in T.
   int64_t query_block_size = 0;
   // Heads to ablate, and how.
   std::vector<HeadRef> ablate;
   AblationMode ablation_mode = AblationMode::kZero;
+  // kBfloat16: the operands of every projection (q/k/v, output, MLP, head)
+  // and q, k, v themselves rounded to bfloat16; the probabilities, softmax,
+  // norms, the residual stream, the published tensors and so every
+  // statistic stay float32. The bfloat16 matrices are made on the first such
+  // pass and kept (see device.h).
+  Precision precision = Precision::kFloat32;
   // Checked before every layer; returning true aborts with CancelledError.
   std::function<bool()> should_stop;
   // Incremental decoding (batch of one sequence): keys/values of the new
@@ -121,9 +130,12 @@ using LoadProgressCallback = std::function<void(const LoadProgress&)>;
 // file and the problem: missing or malformed files, an unsupported
 // model_type or config key value, a missing tensor, a shape that disagrees
 // with config.json. On error nothing is returned half-loaded. `progress`
-// (optional) is called after each tensor.
+// (optional) is called after each tensor. The weights go to
+// `options.device`: FailedPrecondition (saying why and what to do) for
+// kCuda on a build or machine without CUDA; kAuto falls back to the CPU.
 absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
-    const std::string& dir, const LoadProgressCallback& progress = nullptr);
+    const std::string& dir, const LoadProgressCallback& progress = nullptr,
+    const ModelLoadOptions& options = {});
 
 // Sets the number of intra-op threads libtorch uses (n <= 0: all cores).
 // Returns the number in effect.

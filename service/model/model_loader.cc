@@ -10,11 +10,12 @@
 namespace attnscope::model {
 
 absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
-    const std::string& dir, const LoadProgressCallback& progress) {
+    const std::string& dir, const LoadProgressCallback& progress,
+    const ModelLoadOptions& options) {
   ATTNSCOPE_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
   ATTNSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsCheckpoint> checkpoint,
                              SafetensorsCheckpoint::OpenDirectory(dir));
-  return LoadDecoder(config, *checkpoint, progress);
+  return LoadDecoder(config, std::move(checkpoint), progress, options);
 }
 
 int SetComputeThreads(int n) {

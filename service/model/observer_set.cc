@@ -11,6 +11,7 @@ ObserverSet::ObserverSet(const std::vector<ForwardObserver*>& observers) {
     needs_.value_norms |= n.value_norms;
     needs_.hidden_states |= n.hidden_states;
     needs_.logits |= n.logits;
+    if (n.logits && !n.logits_in_blocks) logits_in_blocks_ = false;
   }
 }
 
@@ -22,7 +23,7 @@ void ObserverSet::Begin(int64_t batch, int64_t num_tokens) {
 
 void ObserverSet::PublishHidden(int state, const at::Tensor& x) {
   if (!needs_.hidden_states) return;
-  const at::Tensor c = x.contiguous();  // (B, T, D)
+  const at::Tensor c = x.to(at::kCPU).contiguous();  // (B, T, D), from the model's device
   for (int64_t b = 0; b < c.size(0); ++b) {
     const at::Tensor row = c[b];
     for (ForwardObserver* o : observers_) {
@@ -35,8 +36,10 @@ void ObserverSet::PublishHidden(int state, const at::Tensor& x) {
 void ObserverSet::PublishAttention(int layer, int64_t query_begin, const at::Tensor& probs,
                                    const at::Tensor& value_norms) {
   if (!needs_.attention) return;
-  const at::Tensor p = probs.contiguous();  // (B, H, rows, S)
-  const at::Tensor vn = value_norms.defined() ? value_norms.contiguous() : value_norms;
+  // One copy per block from the model's device (none on the CPU).
+  const at::Tensor p = probs.to(at::kCPU).contiguous();  // (B, H, rows, S)
+  const at::Tensor vn =
+      value_norms.defined() ? value_norms.to(at::kCPU).contiguous() : value_norms;
   for (int64_t b = 0; b < p.size(0); ++b) {
     const at::Tensor pb = p[b];
     AttentionBlock block;
@@ -60,12 +63,31 @@ void ObserverSet::PublishAttention(int layer, int64_t query_begin, const at::Ten
 
 void ObserverSet::PublishLogits(const at::Tensor& logits) {
   if (!needs_.logits) return;
-  const at::Tensor c = logits.contiguous();  // (B, T, V)
+  const at::Tensor c = logits.to(at::kCPU).contiguous();  // (B, T, V)
   for (int64_t b = 0; b < c.size(0); ++b) {
     const at::Tensor row = c[b];
     for (ForwardObserver* o : observers_) {
+      const ObserverNeeds n = o->Needs();
+      if (!n.logits) continue;
+      const auto sequence = static_cast<int>(b);
+      if (n.logits_in_blocks) {
+        o->OnLogitsBlock(sequence, 0, row.data_ptr<float>(), c.size(1), c.size(1), c.size(2));
+      } else {
+        o->OnLogits(sequence, row.data_ptr<float>(), c.size(1), c.size(2));
+      }
+    }
+  }
+}
+
+void ObserverSet::PublishLogitsBlock(int64_t row_begin, const at::Tensor& logits,
+                                     int64_t num_tokens) {
+  const at::Tensor c = logits.to(at::kCPU).contiguous();  // (B, rows, V), from the device
+  for (int64_t b = 0; b < c.size(0); ++b) {
+    const at::Tensor rows = c[b];
+    for (ForwardObserver* o : observers_) {
       if (!o->Needs().logits) continue;
-      o->OnLogits(static_cast<int>(b), row.data_ptr<float>(), c.size(1), c.size(2));
+      o->OnLogitsBlock(static_cast<int>(b), row_begin, rows.data_ptr<float>(), c.size(1),
+                       num_tokens, c.size(2));
     }
   }
 }

@@ -25,12 +25,18 @@ class ObserverSet {
   // value_norms is (B, H, S) or undefined.
   void PublishAttention(int layer, int64_t query_begin, const at::Tensor& probs,
                         const at::Tensor& value_norms);
-  // logits is (B, T, V).
+  // logits is (B, T, V): OnLogits, or one OnLogitsBlock of all T rows.
   void PublishLogits(const at::Tensor& logits);
+  // True when every observer of the logits takes them in row blocks.
+  bool logits_in_blocks() const { return logits_in_blocks_; }
+  // logits is (B, rows, V) for rows [row_begin, row_begin + rows) of T; only
+  // when logits_in_blocks().
+  void PublishLogitsBlock(int64_t row_begin, const at::Tensor& logits, int64_t num_tokens);
 
  private:
   std::vector<ForwardObserver*> observers_;
   ObserverNeeds needs_;
+  bool logits_in_blocks_ = true;
 };
 
 }  // namespace attnscope::model

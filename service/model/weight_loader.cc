@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -27,9 +28,18 @@ void Widen16(const uint8_t* src, int64_t n, float* dst, Widen widen) {
   });
 }
 
-// The tensor as float32 in memory torch owns: the mapping may be unaligned
-// and is released after loading. One pass over the source bytes.
-absl::StatusOr<at::Tensor> ToFloatTensor(const TensorRef& t) {
+// The tensor as float32: aligned F32 data is wrapped where it lies in the
+// mapping (the tensor holds `owner`, so the mapping outlives it); anything
+// else is converted into memory torch owns, in one pass over the source.
+absl::StatusOr<at::Tensor> ToFloatTensor(const TensorRef& t,
+                                         const std::shared_ptr<const SafetensorsCheckpoint>& owner) {
+  if (t.dtype == DType::kF32 && t.numel() > 0 &&
+      reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) {
+    // ATen's API takes a mutable pointer; nothing writes to weights, and the
+    // mapping is PROT_READ, so a stray write faults rather than corrupting.
+    void* data = const_cast<uint8_t*>(t.data);
+    return at::from_blob(data, t.shape, [owner](void*) {}, at::kFloat);
+  }
   at::Tensor out = at::empty(t.shape, at::kFloat);
   float* dst = out.data_ptr<float>();
   const int64_t n = t.numel();
@@ -59,9 +69,12 @@ absl::StatusOr<at::Tensor> ToFloatTensor(const TensorRef& t) {
 
 }  // namespace
 
-WeightLoader::WeightLoader(const SafetensorsCheckpoint& checkpoint,
+WeightLoader::WeightLoader(std::shared_ptr<const SafetensorsCheckpoint> checkpoint,
                            std::vector<std::string> prefixes, LoadProgressCallback progress)
-    : checkpoint_(checkpoint), prefixes_(std::move(prefixes)), progress_(std::move(progress)) {
+    : owner_(std::move(checkpoint)),
+      checkpoint_(*owner_),
+      prefixes_(std::move(prefixes)),
+      progress_(std::move(progress)) {
   if (progress_) {
     for (const std::string& name : checkpoint_.Names()) {
       total_bytes_ += static_cast<int64_t>(checkpoint_.Find(name)->nbytes);
@@ -118,7 +131,7 @@ absl::StatusOr<at::Tensor> WeightLoader::Fetch(const std::vector<std::string>& p
         ShapeString(ref->shape), " but config.json implies ", ShapeString(shape), " (", origin,
         ")"));
   }
-  absl::StatusOr<at::Tensor> out = ToFloatTensor(*ref);
+  absl::StatusOr<at::Tensor> out = ToFloatTensor(*ref, owner_);
   if (out.ok() && progress_) {
     done_bytes_ += static_cast<int64_t>(ref->nbytes);
     progress_(LoadProgress{++done_tensors_, done_bytes_, total_bytes_});

@@ -1,10 +1,14 @@
 // Internal to the model library (includes ATen): fetches checkpoint tensors
 // by name as float32 at::Tensors, checking their shapes against the config.
+// F32 tensors are used straight from the memory-mapped file (no copy): such
+// tensors are read-only (writing to them faults) and keep the checkpoint's
+// mapping alive.
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,11 +22,12 @@ class WeightLoader {
  public:
   // `prefixes` are tried in order in front of every name ("transformer.", "").
   // `progress` (may be empty) hears about every tensor converted.
-  WeightLoader(const SafetensorsCheckpoint& checkpoint, std::vector<std::string> prefixes,
-               LoadProgressCallback progress = nullptr);
+  WeightLoader(std::shared_ptr<const SafetensorsCheckpoint> checkpoint,
+               std::vector<std::string> prefixes, LoadProgressCallback progress = nullptr);
 
-  // The tensor `name` (without prefix) converted to float32 in one pass from
-  // the memory-mapped file into memory torch owns. InvalidArgument if it is
+  // The tensor `name` (without prefix) as float32: an F32 tensor whose data
+  // is 4-byte aligned is a read-only view of the mapped file; any other is
+  // converted once, in one pass, into memory torch owns. InvalidArgument if it is
   // missing (the message lists the names tried) or if its shape is not
   // `shape`; `origin` explains where the expected shape comes from, e.g.
   // "hidden_size=48".
@@ -44,6 +49,7 @@ class WeightLoader {
   absl::StatusOr<at::Tensor> Fetch(const std::vector<std::string>& prefixes,
                                    const std::string& name, const std::vector<int64_t>& shape,
                                    const std::string& origin) const;
+  std::shared_ptr<const SafetensorsCheckpoint> owner_;
   const SafetensorsCheckpoint& checkpoint_;
   std::vector<std::string> prefixes_;
   LoadProgressCallback progress_;

@@ -54,11 +54,16 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
   ATTNSCOPE_ASSIGN_OR_RETURN(AnalyzePlan plan, PlanAnalysis(request.options(), *bundle,
                                                             model_name,
                                                             config_.tensor_chunk_bytes));
+  ATTNSCOPE_ASSIGN_OR_RETURN(plan.settings.precision,
+                             PrecisionOf(request.options().precision(), "options.precision",
+                                         config_.default_precision));
   v1::Timings timings;
   ATTNSCOPE_ASSIGN_OR_RETURN(Admitted admitted,
                              AdmitAndTokenize(scope, *bundle, model_name, PromptOf(request),
                                               &timings));
   const engine::Prompt& prompt = admitted.prompt;
+  ATTNSCOPE_RETURN_IF_ERROR(CheckAttentionBytes(
+      plan.stream, static_cast<int64_t>(prompt.ids.size()), config_.max_attention_bytes));
   scope.Started(model_name, prompt.text, prompt.ids);
 
   // The feed's finished event carries the tokens, layers and summary, so a
@@ -75,7 +80,8 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
 
   const model::ModelConfig& config = bundle->config();
   LayerStreamer streamer(config.num_layers, config.num_heads, plan.stream, write);
-  plan.settings.extra_observers = {&streamer};
+  plan.settings.extra_observers.clear();
+  streamer.AttachTo(plan.settings);
   plan.settings.should_stop = [&] { return streamer.failed() || scope.ShouldStop(); };
   const auto compute_start = std::chrono::steady_clock::now();
   auto run = engine::RunAnalysis(*bundle, prompt, plan.settings);
@@ -90,6 +96,7 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
                 scope.finished());
   v1::AnalyzeEvent summary;
   *summary.mutable_summary() = SummaryToProto(run->stats, run->structure, prompt);
+  summary.mutable_summary()->set_model(model_name);
   timings.set_first_event_seconds(scope.FirstEventSeconds());
   timings.set_total_seconds(scope.ElapsedSeconds());
   *summary.mutable_summary()->mutable_timings() = std::move(timings);

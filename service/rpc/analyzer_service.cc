@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/rpc/proto_convert.h"
 #include "service/rpc/status_codes.h"
+#include "service/rpc/transport_security.h"
 
 namespace attnscope::rpc {
 namespace {
@@ -25,6 +26,7 @@ AnalyzerService::AnalyzerService(const ModelRegistry& models, metrics::ServiceMe
                    metrics_.SetInFlight(in_flight);
                    metrics_.SetQueued(queued);
                  }),
+      client_streams_(config.max_streams_per_client),
       feed_(config.feed_queue, config.max_subscribers,
             [this](int64_t count) { metrics_.SetSubscribers(count); },
             [this](int64_t dropped) { metrics_.AddDroppedFeedEvents(dropped); }) {
@@ -37,10 +39,34 @@ AnalyzerService::AnalyzerService(const ModelRegistry& models, metrics::ServiceMe
   metrics_.SetSubscribers(0);
 }
 
+absl::Status AnalyzerService::Gate(grpc::ServerContext* context, size_t request_bytes,
+                                   ClientStreams::Lease* lease) {
+  if (absl::Status auth = CheckBearerToken(*context, config_.auth_token); !auth.ok()) return auth;
+  if (absl::Status size = CheckMessageSize(request_bytes, config_.max_message_bytes); !size.ok()) {
+    return size;
+  }
+  if (lease == nullptr) return absl::OkStatus();
+  auto opened = client_streams_.Open(context->peer());
+  if (!opened.ok()) return opened.status();
+  *lease = *std::move(opened);
+  return absl::OkStatus();
+}
+
+grpc::Status AnalyzerService::Refused(const std::string& rpc, const absl::Status& status,
+                                      std::chrono::steady_clock::time_point start) {
+  const grpc::Status result = ToGrpcStatus(status);
+  metrics_.RecordRequest(rpc, "", metrics::ServiceMetrics::Origin::kUser,
+                         GrpcCodeName(result.error_code()), SecondsSince(start));
+  return result;
+}
+
 grpc::Status AnalyzerService::ListModels(grpc::ServerContext* context,
                                          const v1::ListModelsRequest* request,
                                          v1::ListModelsResponse* response) {
   const auto start = std::chrono::steady_clock::now();
+  if (absl::Status refused = Gate(context, request->ByteSizeLong(), nullptr); !refused.ok()) {
+    return Refused("ListModels", refused, start);
+  }
   for (const ModelDescription& m : models_.Describe()) *response->add_models() = ModelToProto(m);
   metrics_.RecordRequest("ListModels", "", metrics::ServiceMetrics::Origin::kUser, "OK",
                          SecondsSince(start));
@@ -65,6 +91,10 @@ absl::StatusOr<AnalyzerService::Admitted> AnalyzerService::AdmitAndTokenize(
 grpc::Status AnalyzerService::Analyze(grpc::ServerContext* context,
                                       const v1::AnalyzeRequest* request,
                                       grpc::ServerWriter<v1::AnalyzeEvent>* writer) {
+  ClientStreams::Lease lease;
+  if (absl::Status refused = Gate(context, request->ByteSizeLong(), &lease); !refused.ok()) {
+    return Refused("Analyze", refused, std::chrono::steady_clock::now());
+  }
   RequestScope scope("Analyze", context, metrics_, feed_);
   const absl::Status status = RunAnalyze(scope, *request, writer);
   return scope.Finish(status);
@@ -73,6 +103,10 @@ grpc::Status AnalyzerService::Analyze(grpc::ServerContext* context,
 grpc::Status AnalyzerService::Generate(grpc::ServerContext* context,
                                        const v1::GenerateRequest* request,
                                        grpc::ServerWriter<v1::GenerateEvent>* writer) {
+  ClientStreams::Lease lease;
+  if (absl::Status refused = Gate(context, request->ByteSizeLong(), &lease); !refused.ok()) {
+    return Refused("Generate", refused, std::chrono::steady_clock::now());
+  }
   RequestScope scope("Generate", context, metrics_, feed_);
   const absl::Status status = RunGenerate(scope, *request, writer);
   return scope.Finish(status);
@@ -81,6 +115,10 @@ grpc::Status AnalyzerService::Generate(grpc::ServerContext* context,
 grpc::Status AnalyzerService::EvaluateEviction(grpc::ServerContext* context,
                                                const v1::EvaluateEvictionRequest* request,
                                                grpc::ServerWriter<v1::EvaluateEvictionEvent>* writer) {
+  ClientStreams::Lease lease;
+  if (absl::Status refused = Gate(context, request->ByteSizeLong(), &lease); !refused.ok()) {
+    return Refused("EvaluateEviction", refused, std::chrono::steady_clock::now());
+  }
   RequestScope scope("EvaluateEviction", context, metrics_, feed_);
   const absl::Status status = RunEvaluateEviction(scope, *request, writer);
   return scope.Finish(status);
@@ -97,6 +135,10 @@ grpc::Status AnalyzerService::Subscribe(grpc::ServerContext* context,
                            GrpcCodeName(result.error_code()), SecondsSince(start));
     return result;
   };
+  ClientStreams::Lease lease;
+  if (absl::Status refused = Gate(context, request->ByteSizeLong(), &lease); !refused.ok()) {
+    return finish(refused);
+  }
   if (!request->model().empty()) {
     if (auto found = models_.Find(request->model()); !found.ok()) return finish(found.status());
     model = models_.Resolve(request->model());

@@ -5,11 +5,14 @@
 // feed and recorded in the metrics.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "attnscope/v1/attnscope.grpc.pb.h"
 #include "service/metrics/service_metrics.h"
 #include "service/rpc/admission.h"
+#include "service/rpc/client_streams.h"
 #include "service/rpc/feed_hub.h"
 #include "service/rpc/model_registry.h"
 #include "service/rpc/request_scope.h"
@@ -24,6 +27,13 @@ struct ServiceConfig {
   int64_t tensor_chunk_bytes = 1 << 20;  // TensorChunk data size, at most 1 MiB
   int max_subscribers = 64;
   size_t feed_queue = 256;  // events buffered per subscriber before dropping
+  int64_t max_new_tokens = 1024;  // per Generate request; 0: only the model's positions
+  int64_t max_attention_bytes = int64_t{256} << 20;  // raw attention per Analyze; 0: no limit
+  int max_streams_per_client = 32;  // Analyze+Generate+Subscribe open per client host; 0: none
+  int64_t max_message_bytes = 4 << 20;  // largest request message
+  std::string auth_token;  // non-empty: every Analyzer call must carry it as a bearer token
+  // For requests that name no precision (attnscope-server --precision).
+  model::Precision default_precision = model::Precision::kFloat32;
 };
 
 class AnalyzerService final : public attnscope::v1::Analyzer::Service {
@@ -48,6 +58,16 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
   grpc::Status Subscribe(grpc::ServerContext* context,
                          const attnscope::v1::SubscribeRequest* request,
                          grpc::ServerWriter<attnscope::v1::FeedEvent>* writer) override;
+  // Unary, admitted like Analyze, kept off the feed (tokenize_rpc.cc,
+  // probe_rpc.cc).
+  grpc::Status Tokenize(grpc::ServerContext* context,
+                        const attnscope::v1::TokenizeRequest* request,
+                        attnscope::v1::TokenizeResponse* response) override;
+  grpc::Status ScanHeads(grpc::ServerContext* context,
+                         const attnscope::v1::HeadScanRequest* request,
+                         attnscope::v1::HeadScanResponse* response) override;
+  grpc::Status Ablate(grpc::ServerContext* context, const attnscope::v1::AblateRequest* request,
+                      attnscope::v1::AblateResponse* response) override;
 
   // Ends every Subscribe stream and refuses new ones (before a drain: feed
   // streams never end by themselves).
@@ -63,6 +83,26 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
   absl::Status RunEvaluateEviction(
       RequestScope& scope, const attnscope::v1::EvaluateEvictionRequest& request,
       grpc::ServerWriter<attnscope::v1::EvaluateEvictionEvent>* writer);
+  absl::Status RunTokenize(RequestScope& scope, const attnscope::v1::TokenizeRequest& request,
+                           attnscope::v1::TokenizeResponse* response);
+  absl::Status RunScanHeads(RequestScope& scope, const attnscope::v1::HeadScanRequest& request,
+                            attnscope::v1::HeadScanResponse* response);
+  absl::Status RunAblate(RequestScope& scope, const attnscope::v1::AblateRequest& request,
+                         attnscope::v1::AblateResponse* response);
+  // Waits for a compute slot (the queue wait goes to the metrics).
+  absl::StatusOr<AdmissionController::Slot> AdmitSlot(RequestScope& scope,
+                                                      const std::string& model_name);
+  // Checks that come before anything else, in this order: the bearer token
+  // (Unauthenticated), the request's size (`request_bytes`) and, for
+  // streams (`lease` not null), the client's open streams (ResourceExhausted).
+  // A refused call is counted in the metrics under `rpc` but never announced
+  // on the feed: an unauthenticated client must not be able to write to the
+  // dashboards.
+  absl::Status Gate(grpc::ServerContext* context, size_t request_bytes,
+                    ClientStreams::Lease* lease);
+  // Ends a call Gate refused: records it and returns the gRPC status.
+  grpc::Status Refused(const std::string& rpc, const absl::Status& status,
+                       std::chrono::steady_clock::time_point start);
   // What Analyze and Generate hold once admitted: a compute slot and the
   // resolved prompt.
   struct Admitted {
@@ -80,6 +120,7 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
   metrics::ServiceMetrics& metrics_;
   const ServiceConfig config_;
   AdmissionController admission_;
+  ClientStreams client_streams_;
   FeedHub feed_;
 };
 

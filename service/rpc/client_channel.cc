@@ -4,6 +4,7 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
+#include "service/rpc/transport_security.h"
 
 namespace attnscope::rpc {
 
@@ -16,12 +17,26 @@ constexpr int kMaxReconnectBackoffMs = 5000;
 constexpr int kInitialReconnectBackoffMs = 250;
 }  // namespace
 
-std::shared_ptr<grpc::Channel> CreateClientChannel(const std::string& target) {
+namespace {
+grpc::ChannelArguments ClientChannelArguments() {
   grpc::ChannelArguments args;
   args.SetServiceConfigJSON(kRoundRobinServiceConfig);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, kInitialReconnectBackoffMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, kMaxReconnectBackoffMs);
-  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+  return args;
+}
+}  // namespace
+
+std::shared_ptr<grpc::Channel> CreateClientChannel(const std::string& target) {
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(),
+                                   ClientChannelArguments());
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateClientChannel(
+    const std::string& target, const ClientSecurity& security) {
+  auto credentials = ChannelCredentialsFor(security);
+  if (!credentials.ok()) return credentials.status();
+  return CreateChannelWithToken(target, *credentials, ClientChannelArguments(), security.token);
 }
 
 }  // namespace attnscope::rpc

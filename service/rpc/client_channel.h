@@ -8,7 +8,9 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/statusor.h"
 #include "grpcpp/channel.h"
+#include "service/rpc/client_security.h"
 
 namespace attnscope::rpc {
 
@@ -20,5 +22,11 @@ extern const char kRoundRobinServiceConfig[];
 // within seconds. Nothing connects until the first call. An unparsable target
 // gives a channel whose calls fail with UNAVAILABLE naming the target.
 std::shared_ptr<grpc::Channel> CreateClientChannel(const std::string& target);
+
+// The same channel with TLS from `security`'s PEM files and its bearer token
+// on every call. InvalidArgument naming the flag of a file that cannot be
+// read.
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateClientChannel(
+    const std::string& target, const ClientSecurity& security);
 
 }  // namespace attnscope::rpc

@@ -64,6 +64,9 @@ absl::Status AnalyzerService::RunGenerate(RequestScope& scope, const v1::Generat
   scope.SetServedModel(model_name);
   engine::GenerationSettings settings = GenerationSettingsOf(request);
   ATTNSCOPE_RETURN_IF_ERROR(ApplyCachePolicy(request, settings));
+  ATTNSCOPE_RETURN_IF_ERROR(CheckNewTokenLimit(settings.max_new_tokens, config_.max_new_tokens));
+  ATTNSCOPE_ASSIGN_OR_RETURN(settings.precision, PrecisionOf(request.precision(), "precision",
+                                                             config_.default_precision));
   v1::Timings timings;
   ATTNSCOPE_ASSIGN_OR_RETURN(Admitted admitted,
                              AdmitAndTokenize(scope, *bundle, model_name, PromptOf(request),

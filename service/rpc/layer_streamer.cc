@@ -4,7 +4,6 @@
 #include <cstring>
 #include <utility>
 
-#include "service/analysis/token_stats.h"
 #include "service/core/dtype.h"
 #include "service/rpc/proto_convert.h"
 
@@ -22,18 +21,23 @@ LayerStreamer::LayerStreamer(int64_t num_layers, int64_t num_heads, StreamOption
       options_(std::move(options)),
       emit_(std::move(emit)) {}
 
+void LayerStreamer::AttachTo(engine::AnalysisSettings& settings) {
+  settings.extra_observers.push_back(this);
+  settings.layer_listener = this;
+}
+
 model::ObserverNeeds LayerStreamer::Needs() const {
   model::ObserverNeeds needs;
-  needs.attention = true;
-  needs.value_norms = true;
+  // The statistics come from the analyzer; raw rows only for streamed heads.
+  needs.attention = !options_.attention_layers.empty() && !options_.attention_heads.empty();
   needs.hidden_states = true;
+  needs.logits = options_.logits;
   return needs;
 }
 
 void LayerStreamer::OnBegin(int sequence, int64_t num_tokens) {
   if (sequence != 0) return;
   num_tokens_ = num_tokens;
-  heads_.Begin(num_tokens);
   tensors_.assign(static_cast<size_t>(num_heads_), {});
   layers_emitted_ = 0;
 }
@@ -52,8 +56,6 @@ void LayerStreamer::OnAttention(const model::AttentionBlock& b) {
       b.query_end > num_tokens_ || b.probs == nullptr) {
     return;
   }
-  value_norms_ = b.value_norms != nullptr;
-  heads_.AddBlock(b, value_norms_);
   for (int64_t h = 0; h < num_heads_; ++h) {
     if (!Wanted(b.layer, h)) continue;
     std::vector<char>& tensor = tensors_[static_cast<size_t>(h)];
@@ -76,23 +78,25 @@ void LayerStreamer::CopyRows(const model::AttentionBlock& b, int64_t head, char*
 
 void LayerStreamer::OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
                                   int64_t width) {
-  if (sequence != 0 || failed_ || state < 1 || state > num_layers_) return;
+  if (sequence != 0 || failed_ || state < 0 || state > num_layers_) return;
   if (num_tokens != num_tokens_ || x == nullptr || width < 1) return;
-  const int layer = state - 1;
-  if (options_.hidden_state_norms) {
-    const std::vector<double> norms = analysis::RowNorms(x, num_tokens, width);
-    EmitLayer(layer, &norms);
-  } else {
-    EmitLayer(layer, nullptr);
+  if (options_.hidden_states) {
+    EmitChunks("hidden_state", state, 0, {num_tokens, width}, v1::TENSOR_DTYPE_FLOAT32,
+               reinterpret_cast<const char*>(x), num_tokens * width * 4);
   }
-  EmitTensors(layer);
+  if (state == 0) return;  // the embeddings: no layer is done yet
+  EmitTensors(state - 1);
   ++layers_emitted_;
 }
 
-void LayerStreamer::EmitLayer(int layer, const std::vector<double>* norms) {
-  // Finish() only divides running sums: cheap, and the very numbers the
-  // final PromptStats will hold.
-  const analysis::HeadStats heads = heads_.Finish(layer + 1, num_heads_, value_norms_);
+void LayerStreamer::OnLayerDone(int layer, const analysis::HeadStats& heads,
+                                const std::vector<double>& norms) {
+  if (failed_ || layer < 0 || layer >= num_layers_) return;
+  EmitLayer(layer, heads, options_.hidden_state_norms ? &norms : nullptr);
+}
+
+void LayerStreamer::EmitLayer(int layer, const analysis::HeadStats& heads,
+                              const std::vector<double>* norms) {
   v1::AnalyzeEvent event;
   *event.mutable_layer() = LayerStatsToProto(layer, heads, norms);
   Send(event);
@@ -100,26 +104,40 @@ void LayerStreamer::EmitLayer(int layer, const std::vector<double>* norms) {
 
 void LayerStreamer::EmitTensors(int layer) {
   const int64_t t = num_tokens_;
-  const int64_t chunk = std::max<int64_t>(options_.chunk_bytes, 1);
+  const v1::TensorDtype dtype =
+      IsHalf(options_.dtype) ? v1::TENSOR_DTYPE_FLOAT16 : v1::TENSOR_DTYPE_FLOAT32;
   for (int64_t h = 0; h < num_heads_; ++h) {
     std::vector<char>& tensor = tensors_[static_cast<size_t>(h)];
     if (!Wanted(layer, h) || tensor.empty()) continue;
-    const auto total = static_cast<int64_t>(tensor.size());
-    for (int64_t offset = 0; offset < total && !failed_; offset += chunk) {
-      v1::AnalyzeEvent event;
-      v1::TensorChunk* c = event.mutable_attention();
-      c->set_name("attention");
-      c->set_layer(layer);
-      c->set_head(static_cast<int32_t>(h));
-      c->add_shape(t);
-      c->add_shape(t);
-      c->set_dtype(IsHalf(options_.dtype) ? v1::TENSOR_DTYPE_FLOAT16 : v1::TENSOR_DTYPE_FLOAT32);
-      c->set_offset(offset);
-      c->set_total_bytes(total);
-      c->set_data(tensor.data() + offset, static_cast<size_t>(std::min(chunk, total - offset)));
-      Send(event);
-    }
+    EmitChunks("attention", layer, h, {t, t}, dtype, tensor.data(),
+               static_cast<int64_t>(tensor.size()));
     std::vector<char>().swap(tensor);  // free the layer's copy at once
+  }
+}
+
+void LayerStreamer::OnLogits(int sequence, const float* logits, int64_t num_tokens,
+                             int64_t vocab) {
+  if (sequence != 0 || failed_ || !options_.logits || logits == nullptr) return;
+  EmitChunks("logits", 0, 0, {num_tokens, vocab}, v1::TENSOR_DTYPE_FLOAT32,
+             reinterpret_cast<const char*>(logits), num_tokens * vocab * 4);
+}
+
+void LayerStreamer::EmitChunks(const std::string& name, int layer, int64_t head,
+                               const std::vector<int64_t>& shape, v1::TensorDtype dtype,
+                               const char* data, int64_t bytes) {
+  const int64_t chunk = std::max<int64_t>(options_.chunk_bytes, 1);
+  for (int64_t offset = 0; offset < bytes && !failed_; offset += chunk) {
+    v1::AnalyzeEvent event;
+    v1::TensorChunk* c = event.mutable_attention();
+    c->set_name(name);
+    c->set_layer(layer);
+    c->set_head(static_cast<int32_t>(head));
+    for (int64_t d : shape) c->add_shape(d);
+    c->set_dtype(dtype);
+    c->set_offset(offset);
+    c->set_total_bytes(bytes);
+    c->set_data(data + offset, static_cast<size_t>(std::min(chunk, bytes - offset)));
+    Send(event);
   }
 }
 

@@ -170,6 +170,7 @@ v1::Tokens TokensToProto(const engine::Prompt& prompt) {
     }
     out.add_special(i < prompt.special.size() && prompt.special[i]);
   }
+  out.set_text(prompt.text);
   return out;
 }
 
@@ -180,6 +181,7 @@ engine::Prompt PromptFromProto(const v1::Tokens& tokens) {
   p.token_bytes.assign(tokens.texts().begin(), tokens.texts().end());
   for (const v1::ByteSpan& span : tokens.offsets()) p.offsets.emplace_back(span.begin(), span.end());
   p.special.assign(tokens.special().begin(), tokens.special().end());
+  p.text = tokens.text();
   return p;
 }
 

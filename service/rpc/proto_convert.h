@@ -25,11 +25,11 @@ v1::ModelInfo ModelToProto(const ModelDescription& model);
 ModelDescription ModelFromProto(const v1::ModelInfo& info);
 
 // ids, token strings, display texts (Prompt::Display), byte spans, special
-// flags.
+// flags and the prompt's text.
 v1::Tokens TokensToProto(const engine::Prompt& prompt);
 // The prompt as a client sees it: token_bytes holds the display texts
-// (invalid UTF-8 already replaced by U+FFFD, which is what every report shows
-// anyway) and `text` is left empty.
+// (byte fragments as <0xNN>, which is what every report shows anyway) and
+// `text` the prompt's text.
 engine::Prompt PromptFromProto(const v1::Tokens& tokens);
 
 // The numbers of `layer` (a row of every grid in `heads`, which must have at

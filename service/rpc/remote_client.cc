@@ -12,8 +12,11 @@
 #include "service/core/status_macros.h"
 #include "service/engine/streaming_cache.h"
 #include "service/rpc/client_channel.h"
+#include "service/rpc/head_scan_convert.h"
 #include "service/rpc/proto_convert.h"
+#include "service/rpc/remote_tensors.h"
 #include "service/rpc/status_codes.h"
+#include "service/rpc/transport_security.h"
 
 namespace attnscope::rpc {
 namespace {
@@ -40,12 +43,46 @@ absl::Status Malformed(const std::string& what) {
   return absl::InvalidArgumentError("the server's stream is malformed: " + what);
 }
 
-// Reads an Analyze stream; attention chunks are not asked for and skipped.
+// Reads an Analyze stream; tensor chunks are only asked for with
+// record_tensors.
 struct AnalyzeEvents {
   std::optional<v1::Tokens> tokens;
   std::vector<v1::LayerStats> layers;
   std::optional<v1::Summary> summary;
+  StreamedTensors tensors;
+  absl::Status tensor_status;  // the first malformed chunk
 };
+
+void SetOptions(const engine::AnalysisSettings& settings, v1::AnalyzeOptions* options) {
+  options->set_threshold(settings.threshold);
+  options->set_template_(std::string(analysis::TemplateName(settings.structure)));
+  options->set_query_block_size(static_cast<int32_t>(settings.query_block_size));
+  options->set_hidden_state_norms(true);
+  if (settings.precision) options->set_precision(model::PrecisionName(*settings.precision));
+  if (settings.record_tensors) {
+    // Every layer and head in float32, as a local recorder keeps them.
+    options->set_return_attention(true);
+    options->set_attention_dtype(v1::TENSOR_DTYPE_FLOAT32);
+    options->set_return_hidden_states(true);
+    options->set_return_logits(true);
+  }
+}
+
+void SetProbe(const ProbeSource& source, v1::InductionProbe* probe) {
+  if (source.random.has_value()) {
+    probe->mutable_random()->set_n(source.random->n);
+    probe->mutable_random()->set_num_sequences(source.random->num_sequences);
+    probe->mutable_random()->set_seed(source.random->seed);
+  } else if (source.sequences.has_value()) {
+    v1::ProbeSequences* given = probe->mutable_sequences();
+    given->set_n(source.sequences->n);
+    for (const std::vector<int64_t>& ids : source.sequences->sequences) {
+      given->add_sequences()->mutable_ids()->Add(ids.begin(), ids.end());
+    }
+  } else if (source.text.has_value()) {
+    probe->set_text(*source.text);
+  }
+}
 
 // Calls `on_slow` from a thread of its own unless Arrived() comes first
 // (within `seconds`).
@@ -93,6 +130,8 @@ void ApplyDeadline(const CallOptions& options, grpc::ClientContext* context) {
 
 struct RemoteClient::Impl {
   std::string target;
+  ClientSecurity security;
+  absl::Status setup;  // why no channel could be made (an unreadable file)
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::Analyzer::Stub> stub;
 
@@ -106,23 +145,44 @@ struct RemoteClient::Impl {
           "' is not a gRPC target: use HOST:PORT, dns:///HOST:PORT or "
           "ipv4:ADDR:PORT,ADDR:PORT,... (gRPC logs the reason above)");
     }
-    return FromGrpcStatus(status);
+    return ExplainTransportError(FromGrpcStatus(status), security);
   }
 
   CallOptions call_options;
+
+  // A unary call with the call options: the deadline, and the waiting line
+  // when no answer came within slow_start_seconds.
+  absl::Status Unary(const std::function<grpc::Status(grpc::ClientContext*)>& call) const {
+    ATTNSCOPE_RETURN_IF_ERROR(setup);
+    grpc::ClientContext context;
+    ApplyDeadline(call_options, &context);
+    FirstEventWatch watch(call_options.slow_start_seconds, call_options.on_slow_start);
+    const grpc::Status status = call(&context);
+    watch.Arrived();
+    return Finish(status);
+  }
 };
 
 void RemoteClient::SetCallOptions(CallOptions options) { impl_->call_options = std::move(options); }
 
-RemoteClient::RemoteClient(const std::string& target) : impl_(std::make_unique<Impl>()) {
+RemoteClient::RemoteClient(const std::string& target, ClientSecurity security)
+    : impl_(std::make_unique<Impl>()) {
   impl_->target = target;
-  impl_->channel = CreateClientChannel(target);
+  impl_->security = std::move(security);
+  auto channel = CreateClientChannel(target, impl_->security);
+  if (!channel.ok()) {
+    // Calls still need a channel to fail on; they return the reason first.
+    impl_->setup = channel.status();
+    channel = CreateClientChannel(target);
+  }
+  impl_->channel = *std::move(channel);
   impl_->stub = v1::Analyzer::NewStub(impl_->channel);
 }
 
 RemoteClient::~RemoteClient() = default;
 
 absl::StatusOr<std::vector<ModelDescription>> RemoteClient::ListModels() {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   grpc::ClientContext context;
   v1::ListModelsResponse response;
   ATTNSCOPE_RETURN_IF_ERROR(
@@ -134,6 +194,7 @@ absl::StatusOr<std::vector<ModelDescription>> RemoteClient::ListModels() {
 
 absl::StatusOr<std::string> RemoteClient::CheckHealth(const std::string& service,
                                                       double timeout_seconds) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::microseconds(static_cast<int64_t>(timeout_seconds * 1e6)));
@@ -146,15 +207,13 @@ absl::StatusOr<std::string> RemoteClient::CheckHealth(const std::string& service
 }
 
 absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Analyze(
-    const std::string& model, const PromptSpec& prompt, const engine::AnalysisSettings& settings) {
+    const std::string& model, const PromptSpec& prompt, const engine::AnalysisSettings& settings,
+    std::string* served_model) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   v1::AnalyzeRequest request;
   request.set_model(model);
   SetPrompt(prompt, &request);
-  v1::AnalyzeOptions* options = request.mutable_options();
-  options->set_threshold(settings.threshold);
-  options->set_template_(std::string(analysis::TemplateName(settings.structure)));
-  options->set_query_block_size(static_cast<int32_t>(settings.query_block_size));
-  options->set_hidden_state_norms(true);
+  SetOptions(settings, request.mutable_options());
 
   grpc::ClientContext context;
   ApplyDeadline(impl_->call_options, &context);
@@ -166,9 +225,13 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
     watch.Arrived();
     if (event.has_tokens()) events.tokens = event.tokens();
     if (event.has_layer()) events.layers.push_back(event.layer());
+    if (event.has_attention() && events.tensor_status.ok()) {
+      events.tensor_status = events.tensors.Add(event.attention());
+    }
     if (event.has_summary()) events.summary = event.summary();
   }
   ATTNSCOPE_RETURN_IF_ERROR(impl_->Finish(reader->Finish()));
+  ATTNSCOPE_RETURN_IF_ERROR(events.tensor_status);
   if (!events.tokens || !events.summary) return Malformed("no tokens or no summary event");
 
   engine::AnalysisRun run;
@@ -179,12 +242,79 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
   run.forward_seconds = events.summary->timings().compute_seconds();
   engine::Prompt resolved = PromptFromProto(*events.tokens);
   if (prompt.text.has_value()) resolved.text = *prompt.text;
+  if (settings.record_tensors) {
+    const int64_t heads =
+        run.stats.sink_score.empty() ? 0 : static_cast<int64_t>(run.stats.sink_score[0].size());
+    ATTNSCOPE_ASSIGN_OR_RETURN(
+        run.tensors, events.tensors.Replay(static_cast<int64_t>(events.layers.size()), heads,
+                                           static_cast<int64_t>(resolved.ids.size())));
+  }
+  if (served_model != nullptr) *served_model = events.summary->model();
   return std::make_pair(std::move(resolved), std::move(run));
+}
+
+absl::StatusOr<engine::Prompt> RemoteClient::Tokenize(const std::string& model,
+                                                      const PromptSpec& prompt,
+                                                      std::string* served_model) {
+  v1::TokenizeRequest request;
+  request.set_model(model);
+  if (prompt.text.has_value()) {
+    request.set_text(*prompt.text);
+    if (prompt.add_special_tokens.has_value()) {
+      request.set_add_special_tokens(*prompt.add_special_tokens);
+    }
+  } else if (prompt.chat.has_value()) {
+    v1::AnalyzeRequest carrier;  // SetPrompt fills a Conversation the same way
+    SetPrompt(prompt, &carrier);
+    *request.mutable_chat() = carrier.chat();
+  }
+  v1::TokenizeResponse response;
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->Unary(
+      [&](grpc::ClientContext* c) { return impl_->stub->Tokenize(c, request, &response); }));
+  if (served_model != nullptr) *served_model = response.model();
+  return PromptFromProto(response.tokens());
+}
+
+absl::StatusOr<RemoteHeadScan> RemoteClient::ScanHeads(const std::string& model,
+                                                       const ProbeSource& probe) {
+  v1::HeadScanRequest request;
+  request.set_model(model);
+  SetProbe(probe, request.mutable_probe());
+  v1::HeadScanResponse response;
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->Unary(
+      [&](grpc::ClientContext* c) { return impl_->stub->ScanHeads(c, request, &response); }));
+  RemoteHeadScan out;
+  out.model = response.model();
+  out.probe = ProbeRunFromProto(response.probe());
+  ATTNSCOPE_ASSIGN_OR_RETURN(out.scan, HeadScanFromProto(response));
+  return out;
+}
+
+absl::StatusOr<RemoteAblation> RemoteClient::Ablate(const std::string& model,
+                                                    const ProbeSource& probe,
+                                                    const std::vector<model::HeadRef>& heads,
+                                                    model::AblationMode mode) {
+  v1::AblateRequest request;
+  request.set_model(model);
+  SetProbe(probe, request.mutable_probe());
+  for (const model::HeadRef& head : heads) *request.add_heads() = HeadRefToProto(head);
+  request.set_mode(mode == model::AblationMode::kMean ? v1::ABLATION_MODE_MEAN
+                                                      : v1::ABLATION_MODE_ZERO);
+  v1::AblateResponse response;
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->Unary(
+      [&](grpc::ClientContext* c) { return impl_->stub->Ablate(c, request, &response); }));
+  RemoteAblation out;
+  out.model = response.model();
+  out.probe = ProbeRunFromProto(response.probe());
+  if (out.probe.sequences.empty()) return Malformed("an AblateResponse without its probe");
+  out.rows = AblationRowsFromProto(response);
+  return out;
 }
 
 absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model,
                                                         const PromptSpec& prompt,
                                                         const engine::GenerationSettings& s) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   v1::GenerateRequest request;
   request.set_model(model);
   SetPrompt(prompt, &request);
@@ -195,6 +325,7 @@ absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model
   request.mutable_sampling()->set_seed(s.sampling.seed);
   request.set_num_alternatives(s.num_alternatives);
   request.set_layer_sink_scores(s.layer_sink_scores);
+  if (s.precision) request.set_precision(model::PrecisionName(*s.precision));
   request.set_stop_at_eos(s.stop_at_eos);
   if (s.cache_policy.bounded()) request.set_cache_policy(engine::PolicyName(s.cache_policy));
   if (s.cache_positions.has_value()) {

@@ -15,7 +15,9 @@
 #include "nlohmann/json.hpp"
 #include "service/engine/analysis_run.h"
 #include "service/engine/generation.h"
+#include "service/engine/head_scan.h"
 #include "service/engine/prompt.h"
+#include "service/rpc/client_security.h"
 #include "service/rpc/model_description.h"
 
 namespace attnscope::rpc {
@@ -36,7 +38,27 @@ struct RemoteGeneration {
   double tokens_per_second = 0;
 };
 
-// How Analyze and Generate calls wait.
+// The induction probe of a ScanHeads or Ablate call: exactly one set.
+struct ProbeSource {
+  std::optional<engine::ProbeSpec> random;  // n, num_sequences, seed (ids 1000..9999)
+  std::optional<engine::Probe> sequences;   // as read from an ids file
+  std::optional<std::string> text;          // BOS + its tokens + the same tokens
+};
+
+// What ScanHeads and Ablate return: the served model's name and the probe
+// that ran, with the scan or the ablation table.
+struct RemoteHeadScan {
+  std::string model;
+  engine::Probe probe;
+  engine::HeadScan scan;
+};
+struct RemoteAblation {
+  std::string model;
+  engine::Probe probe;
+  std::vector<engine::AblationRow> rows;
+};
+
+// How calls wait.
 struct CallOptions {
   // > 0: the call fails with DeadlineExceeded after this many seconds (the
   // server sees the deadline too and stops working on the request).
@@ -53,14 +75,16 @@ class RemoteClient {
   // `target` is host:port or any gRPC target URI (dns:///host:port,
   // ipv4:a:p1,b:p2, ...); calls are spread over every address it resolves to
   // with gRPC's round_robin policy (see client_channel.h). Nothing is sent
-  // until the first call.
-  explicit RemoteClient(const std::string& target);
+  // until the first call. `security` adds TLS and the bearer token; when one
+  // of its files cannot be read, every call fails with that InvalidArgument.
+  explicit RemoteClient(const std::string& target, ClientSecurity security = {});
   ~RemoteClient();
 
-  // Applies to the following Analyze and Generate calls.
+  // Applies to the following calls (all but ListModels and CheckHealth).
   void SetCallOptions(CallOptions options);
 
-  // Errors: the gRPC status with the message "CODE_NAME: message".
+  // Errors: the gRPC status with the message "CODE_NAME: message" (a failure
+  // to connect with a hint about TLS, see ExplainTransportError).
   absl::StatusOr<std::vector<ModelDescription>> ListModels();
 
   // grpc.health.v1 Check of `service` ("" = the whole server) with a
@@ -69,11 +93,28 @@ class RemoteClient {
   absl::StatusOr<std::string> CheckHealth(const std::string& service, double timeout_seconds);
 
   // Analyze with the settings' threshold, structure and query block size
-  // (record_tensors, should_stop and extra observers do not travel).
-  // `model` "" is the server's default. run.forward_seconds is the server's
+  // (should_stop and extra observers do not travel). With record_tensors the
+  // server streams every attention, hidden state and the logits (float32),
+  // and run.tensors holds them exactly as a local run's recorder would.
+  // `model` "" is the server's default; *served_model (when non-null) gets
+  // the name of the model that ran. run.forward_seconds is the server's
   // compute time. InvalidArgument if the stream is malformed.
   absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> Analyze(
-      const std::string& model, const PromptSpec& prompt, const engine::AnalysisSettings& settings);
+      const std::string& model, const PromptSpec& prompt, const engine::AnalysisSettings& settings,
+      std::string* served_model = nullptr);
+
+  // The prompt (text or chat; ids are refused by the server) through the
+  // model's tokenizer: ids, token strings, byte offsets, special flags, and
+  // `text` (the rendered conversation for a chat). *served_model as Analyze.
+  absl::StatusOr<engine::Prompt> Tokenize(const std::string& model, const PromptSpec& prompt,
+                                          std::string* served_model = nullptr);
+
+  // engine::ScanHeads / engine::AblationTable on the server. InvalidArgument
+  // if the response is malformed.
+  absl::StatusOr<RemoteHeadScan> ScanHeads(const std::string& model, const ProbeSource& probe);
+  absl::StatusOr<RemoteAblation> Ablate(const std::string& model, const ProbeSource& probe,
+                                        const std::vector<model::HeadRef>& heads,
+                                        model::AblationMode mode);
 
   absl::StatusOr<RemoteGeneration> Generate(const std::string& model, const PromptSpec& prompt,
                                             const engine::GenerationSettings& settings);

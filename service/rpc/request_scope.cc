@@ -92,6 +92,7 @@ grpc::Status RequestScope::Finish(const absl::Status& status) {
   finished_.set_status(code);
   finished_.set_error_message(std::string(status.message()));
   finished_.set_duration_seconds(seconds);
+  if (!publish_) return result;
   attnscope::v1::FeedEvent event;
   event.set_request_id(request_id_);
   *event.mutable_finished() = finished_;

@@ -60,9 +60,13 @@ class RequestScope {
   // What the finished event will report (health, sinks, entropies, ...).
   attnscope::v1::RequestFinished& finished() { return finished_; }
 
+  // Keeps this request off the Subscribe feed (Tokenize, ScanHeads, Ablate:
+  // the feed shows analyses and generations); its metrics are recorded.
+  void KeepOffFeed() { publish_ = false; }
+
   // Ends the RPC: records the request metric with the gRPC code name,
   // publishes the finished event (also for requests that failed before
-  // Started) and returns the status to hand to gRPC.
+  // Started; never after KeepOffFeed) and returns the status to hand to gRPC.
   grpc::Status Finish(const absl::Status& status);
 
  private:
@@ -75,6 +79,7 @@ class RequestScope {
   const uint64_t request_id_;
   double first_event_seconds_ = -1;
   std::string served_model_;
+  bool publish_ = true;
   attnscope::v1::RequestFinished finished_;
 };
 

@@ -161,6 +161,16 @@ absl::StatusOr<engine::Prompt> ResolvePrompt(const PromptInput& input,
   return prompt;
 }
 
+absl::StatusOr<engine::Prompt> TokenizePrompt(const PromptInput& input,
+                                              const engine::ModelBundle& bundle,
+                                              const std::string& model_name) {
+  if (input.text != nullptr) {
+    return PromptFromText(*input.text, bundle, model_name, input.add_special_tokens);
+  }
+  if (input.chat != nullptr) return PromptFromChat(*input.chat, bundle, model_name);
+  return absl::InvalidArgumentError("prompt: neither text nor chat was given; set one of them");
+}
+
 absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
                                          const engine::ModelBundle& bundle,
                                          const std::string& model_name, int64_t chunk_bytes) {
@@ -185,8 +195,52 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
   plan.settings.query_block_size = o.query_block_size();
   plan.stream.hidden_state_norms = !o.has_hidden_state_norms() || o.hidden_state_norms();
   plan.stream.chunk_bytes = chunk_bytes;
+  plan.stream.hidden_states = o.return_hidden_states();
+  plan.stream.logits = o.return_logits();
   ATTNSCOPE_RETURN_IF_ERROR(PlanAttention(o, bundle.config(), model_name, &plan.stream));
   return plan;
+}
+
+absl::Status CheckAttentionBytes(const StreamOptions& stream, int64_t num_tokens,
+                                 int64_t max_bytes) {
+  int64_t layers = 0, heads = 0;
+  for (bool wanted : stream.attention_layers) layers += wanted ? 1 : 0;
+  for (bool wanted : stream.attention_heads) heads += wanted ? 1 : 0;
+  const int64_t element = stream.dtype == v1::TENSOR_DTYPE_FLOAT16 ? 2 : 4;
+  // In double: 1e6 tokens squared times a few hundred heads overflows int64.
+  const double bytes = static_cast<double>(layers) * static_cast<double>(heads) *
+                       static_cast<double>(num_tokens) * static_cast<double>(num_tokens) *
+                       static_cast<double>(element);
+  if (max_bytes <= 0 || bytes <= static_cast<double>(max_bytes)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "options.return_attention: ", layers, " layers x ", heads, " heads x ", num_tokens, "^2 x ",
+      element, " bytes = ", static_cast<int64_t>(bytes),
+      " bytes is over the server's limit of ", max_bytes,
+      " attention bytes per response (--max-attention-bytes); select fewer "
+      "options.attention_layers or options.attention_heads, use TENSOR_DTYPE_FLOAT16, or send a "
+      "shorter prompt"));
+}
+
+absl::Status CheckNewTokenLimit(int64_t max_new_tokens, int64_t limit) {
+  if (limit <= 0 || max_new_tokens <= limit) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "max_new_tokens: ", max_new_tokens, " is over the server's limit of ", limit,
+      " generated tokens (--max-new-tokens); ask for at most ", limit));
+}
+
+absl::Status CheckMessageSize(size_t bytes, int64_t max_bytes) {
+  if (static_cast<int64_t>(bytes) <= max_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "request: ", bytes, " bytes is over the server's limit of ", max_bytes,
+      " bytes per request message (--max-message-bytes); send a shorter prompt"));
+}
+
+absl::StatusOr<model::Precision> PrecisionOf(const std::string& value, const std::string& field,
+                                             model::Precision fallback) {
+  if (value.empty()) return fallback;
+  absl::StatusOr<model::Precision> precision = model::ParsePrecision(value);
+  if (!precision.ok()) return Prefixed(precision.status(), field + ": ");
+  return *precision;
 }
 
 engine::GenerationSettings GenerationSettingsOf(const v1::GenerateRequest& r) {

@@ -37,6 +37,15 @@ PromptInput PromptOf(const Request& request) {
   return in;
 }
 
+// A Tokenize request has no ids.
+inline PromptInput PromptOf(const attnscope::v1::TokenizeRequest& request) {
+  PromptInput in;
+  if (request.prompt_case() == attnscope::v1::TokenizeRequest::kText) in.text = &request.text();
+  if (request.prompt_case() == attnscope::v1::TokenizeRequest::kChat) in.chat = &request.chat();
+  if (request.has_add_special_tokens()) in.add_special_tokens = request.add_special_tokens();
+  return in;
+}
+
 // The prompt checked and resolved against the model `model_name`: exactly one
 // of text (non-empty, valid UTF-8, the model has a tokenizer), ids
 // (non-empty, within the vocabulary) or chat (at least one message, each
@@ -48,6 +57,13 @@ absl::StatusOr<engine::Prompt> ResolvePrompt(const PromptInput& input,
                                              const std::string& model_name,
                                              int64_t max_prompt_tokens);
 
+// The text or chat of `input` through the model's tokenizer (and chat
+// template), checked as ResolvePrompt does but with no limit on the token
+// count (nothing runs the model). InvalidArgument for ids or no prompt.
+absl::StatusOr<engine::Prompt> TokenizePrompt(const PromptInput& input,
+                                              const engine::ModelBundle& bundle,
+                                              const std::string& model_name);
+
 // What an Analyze request asks for. Checks threshold (finite), template,
 // query_block_size (>= 0), attention layers and heads (within the model) and
 // the attention dtype.
@@ -58,6 +74,28 @@ struct AnalyzePlan {
 absl::StatusOr<AnalyzePlan> PlanAnalysis(const attnscope::v1::AnalyzeOptions& options,
                                          const engine::ModelBundle& bundle,
                                          const std::string& model_name, int64_t chunk_bytes);
+
+// The raw attention bytes `stream` asks for on a prompt of `num_tokens`
+// tokens: selected layers x selected heads x T x T x the dtype's size (0
+// when no attention is requested). InvalidArgument naming the limit, the
+// flag --max-attention-bytes and how to ask for less when over
+// `max_bytes` (0: no limit).
+absl::Status CheckAttentionBytes(const StreamOptions& stream, int64_t num_tokens,
+                                 int64_t max_bytes);
+
+// InvalidArgument naming max_new_tokens, the value, the limit and
+// --max-new-tokens when `max_new_tokens` is over `limit` (0: no limit).
+absl::Status CheckNewTokenLimit(int64_t max_new_tokens, int64_t limit);
+
+// ResourceExhausted naming the size, the limit and --max-message-bytes
+// when a request's serialized size is over `max_bytes`.
+absl::Status CheckMessageSize(size_t bytes, int64_t max_bytes);
+
+// The precision a request's `field` ("options.precision", "precision")
+// names: `fallback` (the server's --precision) when empty; InvalidArgument
+// naming the field, the value and the accepted ones otherwise.
+absl::StatusOr<model::Precision> PrecisionOf(const std::string& value, const std::string& field,
+                                             model::Precision fallback);
 
 // The generation settings of a request (num_alternatives unset: 5,
 // stop_at_eos unset: true). Range checks are engine::ValidateGenerationSettings'.

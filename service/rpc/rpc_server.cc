@@ -1,6 +1,8 @@
 #include "service/rpc/rpc_server.h"
 
+#include <algorithm>
 #include <future>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -85,11 +87,18 @@ absl::StatusOr<std::unique_ptr<RpcServer>> RpcServer::Start(const ModelRegistry&
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   std::unique_ptr<RpcServer> server(new RpcServer());
-  server->service_ = std::make_unique<AnalyzerService>(models, metrics, options.service);
+  ServiceConfig config = options.service;
+  config.auth_token = options.security.token;
+  config.max_message_bytes = options.max_message_bytes;
+  server->service_ = std::make_unique<AnalyzerService>(models, metrics, config);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.AddListeningPort(options.listen, ServerCredentialsFor(options.security), &port);
+  // The service refuses a request over max_message_bytes with a message
+  // naming --max-message-bytes; gRPC's own cap (twice that) only stops a
+  // client from making the server buffer arbitrarily large messages.
+  builder.SetMaxReceiveMessageSize(static_cast<int>(
+      std::min<int64_t>(int64_t{2} * options.max_message_bytes, std::numeric_limits<int>::max())));
   builder.RegisterService(server->service_.get());
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> tracking;
   tracking.push_back(std::make_unique<TrackingFactory>(&server->calls_));

@@ -12,6 +12,7 @@
 #include "service/metrics/service_metrics.h"
 #include "service/rpc/analyzer_service.h"
 #include "service/rpc/model_registry.h"
+#include "service/rpc/transport_security.h"
 
 namespace grpc {
 class Server;
@@ -24,6 +25,9 @@ struct RpcServerOptions {
   std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
   int max_message_bytes = 4 << 20;          // largest request accepted
   ServiceConfig service;
+  // TLS (and mutual TLS) on the port, and the bearer token every Analyzer
+  // call must carry; the health service stays open to all.
+  ServerSecurity security;
 };
 
 class RpcServer {

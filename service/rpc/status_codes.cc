@@ -24,6 +24,8 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
       return grpc::Status(grpc::StatusCode::CANCELLED, message);
     case absl::StatusCode::kUnavailable:
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, message);
+    case absl::StatusCode::kUnauthenticated:
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, message);
     default:
       return grpc::Status(grpc::StatusCode::INTERNAL, message);
   }

@@ -12,7 +12,8 @@ namespace attnscope::rpc {
 // Server side: InvalidArgument/OutOfRange -> INVALID_ARGUMENT, NotFound ->
 // NOT_FOUND, ResourceExhausted -> RESOURCE_EXHAUSTED, DeadlineExceeded ->
 // DEADLINE_EXCEEDED, Cancelled -> CANCELLED, Unavailable (shutting down) ->
-// UNAVAILABLE, OK -> OK, everything else -> INTERNAL. The message is kept verbatim.
+// UNAVAILABLE, Unauthenticated -> UNAUTHENTICATED, OK -> OK, everything
+// else -> INTERNAL. The message is kept verbatim.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // "OK", "CANCELLED", "INVALID_ARGUMENT", ... (the names Prometheus labels and

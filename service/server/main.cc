@@ -40,7 +40,9 @@ absl::Status LoadModels(const ServerFlags& flags, rpc::ModelRegistry* registry) 
   std::vector<std::pair<std::string, std::string>> models = flags.models;
   if (models.empty()) models.emplace_back("tiny-gpt2", engine::DefaultModelDirectory());
   for (const auto& [name, dir] : models) {
-    auto bundle = engine::LoadModelBundle(dir);
+    model::ModelLoadOptions options;
+    options.device = flags.device;
+    auto bundle = engine::LoadModelBundle(dir, options);
     if (!bundle.ok()) {
       return absl::Status(bundle.status().code(),
                           absl::StrCat("--model ", name, "=", dir, ": ", bundle.status().message()));
@@ -59,6 +61,30 @@ absl::Status LoadModels(const ServerFlags& flags, rpc::ModelRegistry* registry) 
     if (absl::Status added = registry->Add(name, *std::move(bundle)); !added.ok()) return added;
   }
   return absl::OkStatus();
+}
+
+// What the operator should know about who can reach the ports.
+void ReportSecurity(const ServerFlags& flags) {
+  const rpc::ServerSecurity& security = flags.rpc.security;
+  std::cerr << "attnscope-server: gRPC "
+            << (!security.tls()                   ? "in plaintext"
+                : security.client_ca_pem.empty() ? "over TLS"
+                                                  : "over mutual TLS (client certificates required)")
+            << ", " << (security.token.empty() ? "no token required" : "bearer token required")
+            << "; the health service is open to all" << std::endl;
+  if (!security.token.empty() && !security.tls() && !IsLoopbackAddress(flags.rpc.listen)) {
+    std::cerr << "attnscope-server: warning: --auth-token-file without --tls-cert on "
+              << flags.rpc.listen
+              << ": the token crosses the network in clear text; add --tls-cert/--tls-key "
+                 "unless a TLS proxy fronts this port"
+              << std::endl;
+  }
+  if ((security.tls() || !security.token.empty()) && !IsLoopbackAddress(flags.metrics_listen)) {
+    std::cerr << "attnscope-server: warning: /metrics on " << flags.metrics_listen
+              << " has neither TLS nor a token: anyone who reaches it reads the counters and "
+                 "model names (never prompts); keep it on loopback or behind a network policy"
+              << std::endl;
+  }
 }
 
 const char* SignalName(int signal_number) {
@@ -93,6 +119,7 @@ int Serve(ServerFlags flags, const sigset_t& signals) {
   if (!metrics_server.ok()) return Fail(std::string(metrics_server.status().message()));
   auto server = rpc::RpcServer::Start(registry, metrics, flags.rpc);
   if (!server.ok()) return Fail(std::string(server.status().message()));
+  ReportSecurity(flags);
   std::cerr << "attnscope-server: " << registry.Describe().size() << " model(s), default '"
             << registry.default_name() << "'; " << threads << " compute threads; --max-concurrent "
             << flags.rpc.service.max_concurrent << ", --max-queue " << flags.rpc.service.max_queue
@@ -136,6 +163,14 @@ int main(int argc, char** argv) {
     std::cout << kUsage;
     return 0;
   }
+  auto security = attnscope::rpc::LoadServerSecurity(flags->tls_cert_file, flags->tls_key_file,
+                                                     flags->tls_client_ca_file,
+                                                     flags->auth_token_file);
+  if (!security.ok()) {
+    std::cerr << "attnscope-server: " << security.status().message() << "\n";
+    return attnscope::server::kExitUsage;
+  }
+  flags->rpc.security = *std::move(security);
   // Blocked before any thread starts, so only sigwait() ever sees them.
   sigset_t signals;
   sigemptyset(&signals);

@@ -237,9 +237,15 @@ absl::StatusOr<std::unique_ptr<HfTokenizer>> HfTokenizer::Parse(std::string_view
   impl->raw_added = AddedTokenMatcher(std::move(raw));
   impl->normalized_added = AddedTokenMatcher(std::move(normalized));
   ATTNSCOPE_RETURN_IF_ERROR(impl->BuildTables());
-  for (int64_t id : impl->post.prefix) {
-    if (id < 0 || id >= static_cast<int64_t>(impl->token_strings.size())) {
-      return Malformed(file, "post_processor", absl::StrCat("special token id ", id, " is not in the vocabulary"));
+  // Both ends: an id the vocabulary lacks (or a gap between sparse added
+  // tokens) would reach the model as a token nothing can decode.
+  for (const std::vector<int64_t>* ids : {&impl->post.prefix, &impl->post.suffix}) {
+    for (int64_t id : *ids) {
+      if (id < 0 || id >= static_cast<int64_t>(impl->token_strings.size()) ||
+          impl->token_strings[id].empty()) {
+        return Malformed(file, "post_processor",
+                         absl::StrCat("special token id ", id, " is not in the vocabulary"));
+      }
     }
   }
   return std::unique_ptr<HfTokenizer>(new HfTokenizer(std::move(impl)));

@@ -39,7 +39,8 @@ TEST(NextTokenPredictionsTest, SurprisalAndTopKAgreeWithSoftmax) {
   for (int64_t i = 0; i + 1 < t; ++i) {
     const std::vector<float> row(logits.begin() + i * v, logits.begin() + (i + 1) * v);
     const double expected = -LogProb(row, static_cast<size_t>(ids[static_cast<size_t>(i + 1)]));
-    EXPECT_TRUE(std::fabs(surprisal[static_cast<size_t>(i)] - expected) <= 1e-9) << i;
+    // Exponentials in float (vmath), summed in double: ~1e-7 relative.
+    EXPECT_TRUE(std::fabs(surprisal[static_cast<size_t>(i)] - expected) <= 1e-6) << i;
   }
   EXPECT_NEAR(surprisal[1], std::log(5.0), 1e-12);  // uniform over 5
   ASSERT_EQ(top.size(), 3u);
@@ -54,7 +55,7 @@ TEST(NextTokenPredictionsTest, SurprisalAndTopKAgreeWithSoftmax) {
     const std::vector<float> row(logits.begin() + i * v, logits.begin() + (i + 1) * v);
     for (const Prediction& p : top[static_cast<size_t>(i)]) {
       const double expected = std::exp(LogProb(row, static_cast<size_t>(p.id)));
-      EXPECT_TRUE(std::fabs(p.p - expected) <= 1e-12) << i << " id " << p.id;
+      EXPECT_TRUE(std::fabs(p.p - expected) <= 1e-6) << i << " id " << p.id;
     }
   }
 }

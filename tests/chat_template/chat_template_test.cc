@@ -118,6 +118,92 @@ TEST(ChatTemplate, ContentMarksFollowStringOperations) {
   EXPECT_EQ(out->content, std::vector<bool>({false, false, false, false, false, false, true, true, true, false}));
 }
 
+// Found by chat_template_fuzz (corpus edge_nested_loops): two nested
+// range(1000) loops rendered for 46 s under ASan; a template from a model
+// directory must not hold a request that long. Loops now share a budget of
+// 100,000 items per rendering, far above what a conversation needs.
+TEST(ChatTemplate, LoopsShareABudgetOfItemsPerRendering) {
+  auto t = ChatTemplate::Parse(
+      "{% for a in range(1000) %}\n{% for b in range(1000) %}x{% endfor %}{% endfor %}", "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), "t: chat template line 2: loops visited more than 100000 items in one rendering");
+  // 99 x 1000 items plus the outer 99 fit.
+  t = ChatTemplate::Parse("{% for a in range(99) %}{% for b in range(1000) %}{% endfor %}{% endfor %}ok", "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->text, "ok");
+}
+
+// Found by the fuzz smoke (chat_template_fuzz, seed edge_string_repeat):
+// 'ab' * 1000000000 built 16 MiB two bytes at a time, past the 10 s limit,
+// and gave a string cut at the limit. It is now refused before building.
+TEST(ChatTemplate, StringRepeatBeyondTheOutputLimitIsAnError) {
+  auto t = ChatTemplate::Parse("x\n{{ 'ab' * 1000000000 }}", "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(),
+            "t: chat template line 2: a string of 2 bytes repeated 1000000000 times is larger than 16 MiB");
+  EXPECT_EQ(RenderOrDie("{{ 'ab' * 3 }}|{{ 'ab' * 0 }}|{{ 'ab' * -2 }}|{{ ('x' * 100000) | length }}"),
+            "ababab|||100000");
+}
+
+// Found by chat_template_fuzz's long run (seed edge_big_range): range(10**8)
+// built a million items before refusing, past the 10 s limit under ASan.
+// range() now counts first (without overflow at the ends of int64) and
+// refuses more than 100,000 items.
+TEST(ChatTemplate, RangeIsCountedBeforeItIsBuilt) {
+  auto t = ChatTemplate::Parse("{% for i in range(100000000) %}{% endfor %}", "t");
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(),
+            "t: chat template line 1: range: 100000000 items is more than 100000");
+  auto items = [](const std::string& args) {
+    return RenderOrDie("{% for i in range(" + args + ") %}{{ i }},{% endfor %}");
+  };
+  EXPECT_EQ(items("3"), "0,1,2,");
+  EXPECT_EQ(items("5, 0, -2"), "5,3,1,");
+  EXPECT_EQ(items("2, 2"), "");
+  EXPECT_EQ(items("0, 10, 4"), "0,4,8,");
+  EXPECT_EQ(items("9223372036854775806, 9223372036854775807, 100"), "9223372036854775806,");
+}
+
+// Found by chat_template_fuzz's long run (regression_number_out_of_range): an
+// integer literal beyond int64 threw std::out_of_range from the parser and
+// ended the process. Numbers out of range are now a parse error.
+TEST(ChatTemplate, NumbersOutOfRangeAreAParseError) {
+  auto t = ChatTemplate::Parse("a\n{% set x = 99999999999999999999 %}{{ x }}", "t");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(), "t: chat template line 2: the number 99999999999999999999 is out of range");
+  t = ChatTemplate::Parse("{{ " + std::string(400, '9') + ".5 }}", "t");  // beyond double
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message(),
+            "t: chat template line 1: the number " + std::string(40, '9') + "... is out of range");
+  EXPECT_EQ(RenderOrDie("{{ 9223372036854775807 }}|{{ 2.5 }}"), "9223372036854775807|2.5");
+}
+
+// Found by chat_template_fuzz's long run (regression_deep_parentheses): a few
+// thousand '(' overflowed the parser's stack. Nesting beyond 200 levels is
+// now a parse error; 150 levels still parse.
+TEST(ChatTemplate, DeepNestingIsAParseError) {
+  for (const std::string& deep : {std::string(5000, '(') + "1" + std::string(5000, ')'),
+                                  "not " + std::string(0, ' ') + [] {
+                                    std::string s;
+                                    for (int i = 0; i < 5000; ++i) s += "not ";
+                                    return s;
+                                  }() + "1",
+                                  std::string(5000, '-') + "1"}) {
+    auto t = ChatTemplate::Parse("{{ " + deep + " }}", "t");
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().message(), "t: chat template line 1: expression nested more than 200 deep");
+  }
+  EXPECT_EQ(RenderOrDie("{{ " + std::string(150, '(') + "7" + std::string(150, ')') + " }}"), "7");
+}
+
 TEST(ChatTemplate, ErrorsNameTheConstructAndLine) {
   auto t = ChatTemplate::Parse("ok\n{% include 'other.jinja' %}", "dir/tokenizer_config.json");
   ASSERT_FALSE(t.ok());

@@ -67,7 +67,12 @@ TEST(CliExitCodeTest, EveryUsageErrorExitsWithTwo) {
       {{"models", "--bogus"}, 2, "--bogus"},
       {{"frobnicate"}, 2, "unknown command"},
       {{"--server"}, 2, "--server needs HOST:PORT"},
-      {{"--server", "127.0.0.1:1", "tokenize", "--text", "hi"}, 2, "--server works with"},
+      {{"--server", "127.0.0.1:1", "tokenize", "--text", "hi", "--deadline", "0"}, 2,
+       "--deadline must be"},
+      {{"--server", "127.0.0.1:1", "heads", "--threads", "2"}, 2,
+       "--threads works only without --server"},
+      {{"tokenize", "--text", "hi", "--deadline", "5"}, 2, "--deadline applies with --server only"},
+      {{"heads", "--text", "a", "--n", "3"}, 2, "--n, --seqs and --seed shape the random probe"},
       // Runtime errors: the command line is fine, the input or the world is not.
       {{"analyze", "--text-file", "/nonexistent/prompt.txt"}, 1, "/nonexistent/prompt.txt"},
       {{"analyze", "--model", "/nonexistent/model", "--text", "hi"}, 1, "/nonexistent/model"},

@@ -3,6 +3,8 @@
 #include "client/connection/connection.h"
 
 #include <QTcpServer>
+#include <atomic>
+#include <memory>
 #include <QThread>
 #include <QtTest>
 
@@ -35,7 +37,17 @@ class ConnectionFixture : public QObject {
               details << detail;
             });
     connect(m_connection, &Connection::reconnectScheduled, this,
-            [this](int delayMs, int) { delays << delayMs; });
+            [this](int delayMs, int, const QString& replica) {
+              delays << delayMs;
+              delayReplicas << replica;
+            });
+    connect(m_connection, &Connection::idle, this, [this] { ++idles; });
+    connect(m_connection, &Connection::replicasResolved, this,
+            [this](const QStringList& labels) { replicas = labels; });
+    connect(m_connection, &Connection::replicaStateChanged, this,
+            [this](const QString& replica, Connection::State state, const QString&) {
+              replicaStates[replica] = state;
+            });
     connect(m_connection, &Connection::analyzeFinished, this,
             [this](quint64 tag, bool ok, const QString& error) {
               finished << tag;
@@ -51,6 +63,15 @@ class ConnectionFixture : public QObject {
     m_thread.wait();
   }
 
+  // Feed attempts the connection has started (its thread-safe counter).
+  int attempts() const { return m_connection->attemptsStarted(); }
+  // Returns once the connection's thread has run everything queued before.
+  void sync() {
+    QMetaObject::invokeMethod(
+        m_connection, [] {}, Qt::BlockingQueuedConnection);
+    QCoreApplication::processEvents();  // and the signals it queued for us
+  }
+
   template <typename F>
   void post(F call) {
     Connection* c = m_connection;
@@ -61,6 +82,10 @@ class ConnectionFixture : public QObject {
   QList<Connection::State> states;
   QStringList details;
   QList<int> delays;
+  QStringList delayReplicas;
+  int idles = 0;
+  QStringList replicas;
+  QMap<QString, Connection::State> replicaStates;
   QList<quint64> finished;
   QList<bool> okays;
   QStringList errors;
@@ -128,9 +153,96 @@ class ConnectionTest : public QObject {
 
     fixture.post([](Connection* c) { c->disconnectFromServer(); });
     QTRY_COMPARE(fixture.states.last(), Connection::State::Disconnected);
+    // idle(): no feed call runs and no retry or lookup timer is pending, so
+    // nothing is left that could start another attempt. A disconnect that
+    // left a retry timer running would never report it.
+    QTRY_COMPARE_WITH_TIMEOUT(fixture.idles, 1, 10000);
     const int retries = fixture.delays.size();
-    QTest::qWait(600);
+    const int attempts = fixture.attempts();
+    QVERIFY(attempts >= 4);
+    fixture.sync();
     QCOMPARE(fixture.delays.size(), retries);  // no more attempts once disconnected
+    QCOMPARE(fixture.attempts(), attempts);
+    QCOMPARE(fixture.idles, 1);
+  }
+
+  // Two replicas behind an ipv4: list, nobody answering: one feed per
+  // replica, each with its own back-off, overall still Connecting.
+  void oneFeedPerReplicaOfAnIpv4List() {
+    ConnectionOptions options;
+    options.initialBackoffMs = 50;
+    options.maxBackoffMs = 100;
+    options.probeTimeoutMs = 200;
+    ConnectionFixture fixture(options);
+    const QString a = QStringLiteral("127.0.0.1:%1").arg(closedPort());
+    QString b = a;
+    while (b == a) b = QStringLiteral("127.0.0.1:%1").arg(closedPort());
+    const QString target = QStringLiteral("ipv4:%1,%2").arg(a, b);
+    fixture.post([target](Connection* c) { c->connectTo(target); });
+    QTRY_COMPARE_WITH_TIMEOUT(fixture.replicas, QStringList({a, b}), 10000);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        fixture.delayReplicas.count(a) >= 2 && fixture.delayReplicas.count(b) >= 2, 15000);
+    QCOMPARE(fixture.replicaStates.value(a), Connection::State::Connecting);
+    QCOMPARE(fixture.replicaStates.value(b), Connection::State::Connecting);
+    QVERIFY(!fixture.states.contains(Connection::State::Connected));
+    QVERIFY2(fixture.details.last().contains(QStringLiteral("0 of 2 replicas connected")),
+             qPrintable(fixture.details.last()));
+    fixture.post([](Connection* c) { c->disconnectFromServer(); });
+    QTRY_COMPARE_WITH_TIMEOUT(fixture.idles, 1, 10000);
+  }
+
+  // A dns: name is looked up again when a replica's feed ends: a replica
+  // whose address left the answer (scaled down) loses its feed; a failed
+  // lookup is retried with back-off and named in the state.
+  void dnsTargetFollowsTheAnswer() {
+    ConnectionOptions options;
+    options.initialBackoffMs = 50;
+    options.maxBackoffMs = 100;
+    options.probeTimeoutMs = 200;
+    const int pa = closedPort();
+    int pb = pa;
+    while (pb == pa) pb = closedPort();
+    const QString a = QStringLiteral("127.0.0.1:%1").arg(pa);
+    const QString b = QStringLiteral("127.0.0.1:%1").arg(pb);
+    auto lookups = std::make_shared<std::atomic<int>>(0);
+    options.resolver = [a, b, lookups](const QString& target) {
+      const int n = ++*lookups;
+      ResolvedTarget resolved;
+      if (n == 1) {
+        resolved.error = QStringLiteral("'%1': cannot resolve (test)").arg(target);
+      } else {
+        resolved.replicas.append({a, QStringLiteral("ipv4:") + a});
+        if (n == 2) resolved.replicas.append({b, QStringLiteral("ipv4:") + b});
+      }
+      return resolved;
+    };
+    ConnectionFixture fixture(options);
+    fixture.post([](Connection* c) { c->connectTo(QStringLiteral("dns:///attnscope.test:50051")); });
+    QTRY_VERIFY_WITH_TIMEOUT(fixture.details.join(QLatin1Char('\n')).contains(
+                                 QStringLiteral("cannot resolve (test)")),
+                             10000);
+    QVERIFY(fixture.delayReplicas.contains(QString()));  // the lookup's own retry
+    QTRY_COMPARE_WITH_TIMEOUT(fixture.replicas, QStringList({a}), 15000);
+    QVERIFY(fixture.replicaStates.contains(b));  // b had a feed before it left the answer
+    QVERIFY(lookups->load() >= 3);
+    fixture.post([](Connection* c) { c->disconnectFromServer(); });
+    QTRY_COMPARE_WITH_TIMEOUT(fixture.idles, 1, 10000);
+  }
+
+  // dns: is looked up by the dashboard (localhost: /etc/hosts, no network).
+  void dnsTargetIsLookedUp() {
+    ConnectionOptions options;
+    options.probeTimeoutMs = 200;
+    ConnectionFixture fixture(options);
+    const int port = closedPort();
+    const QString target = QStringLiteral("dns:///localhost:%1").arg(port);
+    fixture.post([target](Connection* c) { c->connectTo(target); });
+    QTRY_VERIFY_WITH_TIMEOUT(!fixture.replicas.isEmpty(), 10000);
+    const QString v4 = QStringLiteral("127.0.0.1:%1").arg(port);
+    const QString v6 = QStringLiteral("[::1]:%1").arg(port);
+    for (const QString& replica : fixture.replicas) {
+      QVERIFY2(replica == v4 || replica == v6, qPrintable(replica));
+    }
   }
 
   void analyzeWithoutServerFails_data() {

@@ -194,6 +194,67 @@ class FeedModelTest : public QObject {
     QCOMPARE(model.rowCount(), 4);
   }
 
+  // Three replicas number their requests independently: the same id from
+  // two replicas is two rows, each event goes to its own replica's row, and a
+  // replica's reconnect marks only its own running requests lost.
+  void replicasMergeIntoOneFeed() {
+    FeedModel model;
+    const QString a = QStringLiteral("127.0.0.1:5001"), b = QStringLiteral("127.0.0.1:5002");
+    QVERIFY(model.apply(a, started(1, "tiny", "Analyze", "from a")));
+    QVERIFY(model.apply(b, started(1, "tiny", "Analyze", "from b")));
+    QVERIFY(model.apply(b, started(2, "tiny", "Generate", "b again")));
+    QCOMPARE(model.rowCount(), 3);
+    QVERIFY(model.apply(a, finished(1, 9.0)));
+    QCOMPARE(cell(model, 2, FeedModel::Health), QStringLiteral("9.0"));  // a's row, not b's
+    QCOMPARE(cell(model, 1, FeedModel::Health), QStringLiteral("running"));
+    QCOMPARE(cell(model, 2, FeedModel::Replica), a);
+    QCOMPARE(cell(model, 1, FeedModel::Replica), b);
+    QCOMPARE(model.index(1, 0).data(FeedModel::ReplicaRole).toString(), b);
+    QVERIFY(model.index(2, FeedModel::Prompt).data(Qt::ToolTipRole).toString().contains(a));
+    QString error;
+    QVERIFY(!model.apply(a, started(1), &error));  // a duplicate on a
+    QVERIFY2(error.contains(QStringLiteral("feed request 1 of 127.0.0.1:5001")), qPrintable(error));
+    QCOMPARE(model.replicaNames(), QStringList({a, b}));
+
+    model.beginSession(b);  // b restarted: its ids start again
+    QCOMPARE(cell(model, 0, FeedModel::Health), QStringLiteral("lost"));
+    QCOMPARE(cell(model, 1, FeedModel::Health), QStringLiteral("lost"));
+    QCOMPARE(cell(model, 2, FeedModel::Health), QStringLiteral("9.0"));
+    QVERIFY(model.apply(a, started(2)));  // a's numbering goes on
+    QVERIFY(model.apply(b, started(1, "tiny", "Analyze", "b restarted")));
+    QVERIFY(model.apply(b, finished(1, 4.0)));
+    QCOMPARE(cell(model, 0, FeedModel::Replica), b);  // the restarted b's request 1
+    QCOMPARE(cell(model, 0, FeedModel::Health), QStringLiteral("4.0"));
+    QCOMPARE(cell(model, 1, FeedModel::Health), QStringLiteral("running"));  // a's request 2
+    QCOMPARE(model.headerData(FeedModel::Replica, Qt::Horizontal).toString(),
+             QStringLiteral("Replica"));
+    FeedFilterProxy proxy;  // one replica's rows only
+    proxy.setSourceModel(&model);
+    proxy.setReplicaFilter(a);
+    QCOMPARE(proxy.rowCount(), 2);
+    for (int r = 0; r < proxy.rowCount(); ++r) {
+      QCOMPARE(proxy.index(r, 0).data(FeedModel::ReplicaRole).toString(), a);
+    }
+    proxy.setReplicaFilter(QString());
+    QCOMPARE(proxy.rowCount(), model.rowCount());
+  }
+
+  void droppedCountsAddUpOverReplicas() {
+    FeedModel model;
+    QSignalSpy spy(&model, &FeedModel::droppedEventsChanged);
+    auto event = started(1);
+    event.set_dropped(4);
+    QVERIFY(model.apply(QStringLiteral("a"), event));
+    event = started(1);
+    event.set_dropped(3);
+    QVERIFY(model.apply(QStringLiteral("b"), event));
+    QCOMPARE(model.droppedEvents(), quint64(7));
+    model.beginSession(QStringLiteral("a"));  // a restarted: its count starts again
+    QCOMPARE(model.droppedEvents(), quint64(3));
+    QCOMPARE(spy.count(), 3);
+    QCOMPARE(spy.last().first().toULongLong(), quint64(3));
+  }
+
   void droppedCounter() {
     FeedModel model;
     QSignalSpy spy(&model, &FeedModel::droppedEventsChanged);

@@ -57,4 +57,10 @@ bool ServerProcess::stop(int timeoutMs) {
   return false;
 }
 
+void ServerProcess::kill() {
+  if (m_process.state() == QProcess::NotRunning) return;
+  m_process.kill();
+  m_process.waitForFinished(10000);
+}
+
 }  // namespace attnscope::dashboard::testing

@@ -22,6 +22,8 @@ class ServerProcess {
   bool start(int port = 0, int timeoutMs = 90000, const QStringList& extraArguments = {});
   // SIGTERM, then SIGKILL after timeoutMs. Returns true if it exited by itself.
   bool stop(int timeoutMs = 20000);
+  // SIGKILL (kill -9: no drain, connections just drop) and waits for it.
+  void kill();
 
   int port() const { return m_port; }
   QString address() const { return QStringLiteral("127.0.0.1:%1").arg(m_port); }

@@ -192,6 +192,37 @@ TEST(DeployTest, DashboardSplitsByReplica) {
   EXPECT_TRUE(split);
 }
 
+TEST(DeployTest, DashboardAggregatesAndSplitsByInstance) {
+  // For what an operator of several replicas compares (latency, errors,
+  // queueing, load, dropped feed events), one panel shows each replica and
+  // the total over all replicas side by side.
+  const nlohmann::json dashboard = Dashboard();
+  for (const char* metric :
+       {"attnscope_request_duration_seconds_bucket", "attnscope_requests_total",
+        "attnscope_queue_wait_seconds_bucket", "attnscope_in_flight_requests",
+        "attnscope_queued_requests", "attnscope_feed_events_dropped_total"}) {
+    bool paired = false;
+    for (const nlohmann::json& panel : dashboard.at("panels")) {
+      if (!panel.contains("targets")) continue;
+      bool split = false, total = false;
+      for (const nlohmann::json& target : panel["targets"]) {
+        const std::string expr = target.at("expr");
+        if (expr.find(metric) == std::string::npos) continue;
+        const std::string legend = target.at("legendFormat");
+        const bool per_instance = legend.find("{{instance}}") != std::string::npos;
+        split = split || (per_instance && (expr.find("by (instance") != std::string::npos ||
+                                           expr.rfind(metric, 0) == 0 ||
+                                           expr.rfind("rate(" + std::string(metric), 0) == 0));
+        total = total || (!per_instance && expr.find("instance,") == std::string::npos &&
+                          expr.find("by (instance)") == std::string::npos &&
+                          legend.find("all replicas") != std::string::npos);
+      }
+      paired = paired || (split && total);
+    }
+    EXPECT_TRUE(paired) << metric << ": no panel with a query per instance and one over all";
+  }
+}
+
 TEST(DeployTest, DashboardIsImportable) {
   const nlohmann::json dashboard = Dashboard();
   ASSERT_EQ(dashboard.at("__inputs").size(), 1u);

@@ -1,8 +1,9 @@
 // Several replicas on loopback: three real attnscope-server processes (port
 // 0), clients over an "ipv4:" target with gRPC's round_robin (the CLI, and
 // the generated stub on the channel the CLI uses, rpc::CreateClientChannel),
-// one replica killed (SIGKILL) and restarted mid-run, and Debian's Prometheus
-// scraping all three.
+// one replica killed (SIGKILL) and restarted mid-run, Debian's Prometheus
+// scraping all three, and the real dashboard (offscreen) merging the three
+// replicas' feeds into one.
 #include <signal.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -25,6 +27,7 @@
 #include "nlohmann/json.hpp"
 #include "service/rpc/client_channel.h"
 #include "tests/deploy/child_process.h"
+#include "tests/deploy/dashboard_watch.h"
 #include "tests/deploy/prometheus_process.h"
 #include "tests/metrics/metrics_test_support.h"
 
@@ -299,12 +302,29 @@ TEST_F(ReplicasTest, RoundRobinSurvivesAReplicaRestartAndPrometheusSeesAllThree)
                                                      {replicas_[2].metrics_address, "1"}};
   EXPECT_EQ(prometheus->QueryUntil("up{job=\"attnscope\"}", "instance", all_up), all_up);
 
+  // The dashboard subscribes to every replica before any request is sent.
+  testing::DashboardWatch dashboard(target_);
+  ASSERT_TRUE(dashboard.WaitUntil([&] { return dashboard.AllConnected(); }, 60000))
+      << dashboard.IndicatorText();
+  const std::set<std::string> labels = {replicas_[0].address, replicas_[1].address,
+                                        replicas_[2].address};
+  ASSERT_EQ(dashboard.Replicas(), labels);
+  EXPECT_TRUE(dashboard.ReplicaColumnShown());
+  EXPECT_NE(dashboard.IndicatorText().find("3 of 3 replicas connected"), std::string::npos)
+      << dashboard.IndicatorText();
+
   Load load(target_, kClientThreads);
   // Requests land on all three before the kill.
   std::vector<double> before = AnalyzeOkUntil(
       [](const std::vector<double>& c) { return c[0] >= 2 && c[1] >= 2 && c[2] >= 2; });
   for (int i = 0; i < kReplicas; ++i)
     ASSERT_GE(before[i], 2) << "replica " << i << " got no requests";
+  // ... and the dashboard's one feed shows requests from all three.
+  EXPECT_TRUE(dashboard.WaitUntil(
+      [&] { return dashboard.ReplicasWithFinishedRows("Replica test") == labels; }, 30000))
+      << dashboard.ReplicasWithFinishedRows("Replica test").size() << " replicas in the feed";
+  const std::string restarted = replicas_[1].address;
+  const unsigned long long session_before = dashboard.LatestSession(restarted);
 
   // Replica 1 crashes; it comes back on the same addresses.
   const Clock::time_point kill_start = Clock::now();
@@ -312,6 +332,15 @@ TEST_F(ReplicasTest, RoundRobinSurvivesAReplicaRestartAndPrometheusSeesAllThree)
   const Clock::time_point kill_end = Clock::now();
   const std::size_t finished_at_kill = load.Finished();
   ASSERT_TRUE(load.WaitFinished(finished_at_kill + 9)) << "the other two replicas stopped serving";
+  // The dashboard sees that replica's feed end; the other two stay connected.
+  EXPECT_TRUE(dashboard.WaitUntil(
+      [&] { return dashboard.ReplicaState(restarted) == "Reconnecting"; }, 30000))
+      << dashboard.IndicatorText();
+  EXPECT_EQ(dashboard.ReplicaState(replicas_[0].address), "Connected");
+  EXPECT_EQ(dashboard.ReplicaState(replicas_[2].address), "Connected");
+  EXPECT_NE(dashboard.IndicatorText().find("Reconnecting · 2 of 3 replicas connected"),
+            std::string::npos)
+      << dashboard.IndicatorText();
   const std::string address = replicas_[1].address, metrics_address = replicas_[1].metrics_address;
   ASSERT_TRUE(StartReplica(address, metrics_address, &replicas_[1]));
   ASSERT_EQ(replicas_[1].address, address);
@@ -319,7 +348,59 @@ TEST_F(ReplicasTest, RoundRobinSurvivesAReplicaRestartAndPrometheusSeesAllThree)
   std::vector<double> after =
       AnalyzeOkUntil([](const std::vector<double>& c) { return c[1] >= 3; });
   EXPECT_GE(after[1], 3) << "the restarted replica gets no requests";
+  // The dashboard's feed of that replica reconnects (a second subscription)
+  // and shows its new requests; what ran on it at the kill shows as lost.
+  EXPECT_TRUE(dashboard.WaitUntil(
+      [&] {
+        return dashboard.ReplicaSubscriptions(restarted) == 2 && dashboard.AllConnected() &&
+               dashboard.Rows(restarted, session_before + 1, "finished") >= 1;
+      },
+      60000))
+      << dashboard.IndicatorText() << "; subscriptions "
+      << dashboard.ReplicaSubscriptions(restarted);
+  EXPECT_EQ(dashboard.ReplicaSubscriptions(replicas_[0].address), 1);
+  EXPECT_EQ(dashboard.ReplicaSubscriptions(replicas_[2].address), 1);
+  EXPECT_EQ(dashboard.Rows(restarted, 0, "running") -
+                dashboard.Rows(restarted, session_before + 1, "running"),
+            0)
+      << "a request cut off by the kill still shows as running";
   load.Stop();
+  EXPECT_TRUE(dashboard.WaitUntil(
+      [&] {
+        for (const Replica& r : replicas_) {
+          if (dashboard.Rows(r.address, 0, "running") != 0) return false;
+        }
+        return true;
+      },
+      30000))
+      << "requests that finished still show as running";
+
+  // The send box goes round robin too: consecutive sends land on all three.
+  for (int i = 0; i < 9 && dashboard.ReplicasWithFinishedRows("Send box").size() < 3; ++i) {
+    const std::string status = dashboard.SendFromBox("Send box prompt " + std::to_string(i));
+    EXPECT_EQ(status.rfind("done", 0), 0u) << status;
+    dashboard.WaitUntil(
+        [&] {
+          return dashboard.Rows(replicas_[0].address, 0, "running") +
+                     dashboard.Rows(replicas_[1].address, 0, "running") +
+                     dashboard.Rows(replicas_[2].address, 0, "running") ==
+                 0;
+        },
+        10000);
+  }
+  EXPECT_EQ(dashboard.ReplicasWithFinishedRows("Send box"), labels);
+  // The feed's replica filter shows one replica's rows.
+  int filtered = 0;
+  for (const std::string& label : labels) {
+    const int rows = dashboard.RowsShownFilteredTo(label);
+    EXPECT_GT(rows, 0) << label;
+    filtered += rows;
+  }
+  EXPECT_EQ(filtered, dashboard.RowCount());
+  const std::string screenshot =
+      std::string(ATTNSCOPE_TEST_OUTPUT_DIR) + "/dashboard-replicas-screenshot.png";
+  EXPECT_TRUE(dashboard.Screenshot(screenshot)) << screenshot;
+  std::cout << "screenshot: " << screenshot << " (" << dashboard.RowCount() << " feed rows)\n";
 
   ExpectOnlyRequestsInFlightFailed(load.requests(), kill_start, kill_end);
 

@@ -59,10 +59,16 @@ TEST_P(FixtureForwardTest, QueryBlocksGiveTheSameResult) {
     ForwardOptions options;
     options.query_block_size = block;
     const FullRecorder blocked = RunModel(*model, ref.input_ids, options);
-    std::printf("%s block %ld: attentions %.3g\n", GetParam(), static_cast<long>(block),
-                testing::MaxAbsDiff(full.attentions(), blocked.attentions()));
-    EXPECT_LE(testing::MaxAbsDiff(full.attentions(), blocked.attentions()), 1e-6) << block;
-    EXPECT_LE(testing::MaxAbsDiff(full.logits(), blocked.logits()), 1e-5) << block;
+    const double attentions = testing::MaxAbsDiff(full.attentions(), blocked.attentions());
+    const double logits = testing::MaxAbsDiff(full.logits(), blocked.logits());
+    std::printf("%s block %ld: attentions %.3g logits %.3g\n", GetParam(),
+                static_cast<long>(block), attentions, logits);
+    // float32 throughout: BLAS sums in another order for other block shapes,
+    // so the modes agree to float32 rounding (measured up to ~5e-6 in
+    // attentions, ~4e-5 in the trained stories260K's logits), held to the
+    // tolerances the fixtures are held to.
+    EXPECT_LE(attentions, 1e-5) << block;
+    EXPECT_LE(logits, 1e-4) << block;
   }
 }
 

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+
 #include "tests/model/test_models.h"
 
 namespace attnscope::model {
@@ -30,6 +32,35 @@ TEST(ModelConfigTest, ReadsGpt2Keys) {
   EXPECT_EQ(c->max_positions, 64);       // n_positions, not the old n_ctx
   EXPECT_DOUBLE_EQ(c->decoder.norm_eps, 1e-6);
   EXPECT_EQ(c->decoder.mlp.activation, Activation::kGeluTanh);
+}
+
+// Found by model_config_fuzz (corpus llama_huge_layers): "num_hidden_layers":
+// 2^40 made the parser allocate one attention window per layer (8 TiB) and
+// abort. Every family now refuses more than 4096 layers before allocating.
+TEST(ModelConfigTest, RefusesMoreLayersThanTheLimit) {
+  const struct {
+    const char* json;
+    const char* key;
+  } cases[] = {
+      {R"({"model_type":"llama","num_hidden_layers":1099511627776})", "num_hidden_layers"},
+      {R"({"model_type":"mistral","num_hidden_layers":4097})", "num_hidden_layers"},
+      {R"({"model_type":"gpt2","n_layer":4097})", "n_layer"},
+      {R"({"model_type":"gpt_neox","num_hidden_layers":4097})", "num_hidden_layers"},
+      {R"({"model_type":"opt","num_hidden_layers":4097})", "num_hidden_layers"},
+  };
+  for (const auto& c : cases) {
+    auto config = ParseModelConfig(c.json, "config.json");
+    ASSERT_FALSE(config.ok()) << c.json;
+    EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(config.status().message(),
+                HasSubstr(absl::StrCat("config.json: '", c.key, "' = ")));
+    EXPECT_THAT(config.status().message(), HasSubstr("more than the 4096 layers attnscope accepts"));
+  }
+  auto at_limit = ParseModelConfig(
+      R"({"model_type":"gpt2","n_layer":4096,"n_embd":8,"n_head":2,"vocab_size":10})", "config.json");
+  ASSERT_TRUE(at_limit.ok()) << at_limit.status();
+  EXPECT_EQ(at_limit->num_layers, 4096);
+  EXPECT_EQ(at_limit->decoder.attention.window.size(), 4096u);
 }
 
 TEST(ModelConfigTest, AppliesHuggingFaceDefaults) {

@@ -93,9 +93,15 @@ TEST_F(RpcCliTest, ServerErrorsPrintTheStatusCodeAndExitOne) {
   r = RunCli({"--server", server_->address(), "generate", "--text", "hi", "--temperature", "-1"});
   EXPECT_EQ(r.exit_code, 2);
   r = RunCli({"--server", server_->address(), "generate", "--text", "hi", "--max-new-tokens",
+              "1000"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: max_new_tokens=1000"));
+  // Beyond the server's own limit (--max-new-tokens, 1024) it says so first.
+  r = RunCli({"--server", server_->address(), "generate", "--text", "hi", "--max-new-tokens",
               "100000"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: max_new_tokens=100000"));
+  EXPECT_THAT(r.err, HasSubstr("INVALID_ARGUMENT: max_new_tokens: 100000 is over the server's "
+                               "limit of 1024 generated tokens (--max-new-tokens)"));
 }
 
 // A server that does not answer (stopped with SIGSTOP: connections are
@@ -127,11 +133,12 @@ TEST_F(RpcCliTest, WaitingLineAndDeadline) {
 
 TEST_F(RpcCliTest, LocalOnlyFlagsAreUsageErrorsWithServer) {
   StartServer();
-  CliResult r = RunCli({"--server", server_->address(), "analyze", "--text", "hi", "--export",
-                        "/tmp/x.safetensors"});
+  // --threads sizes the local thread pool: meaningless with --server.
+  CliResult r = RunCli({"--server", server_->address(), "analyze", "--text", "hi", "--threads",
+                        "2"});
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_THAT(r.err, HasSubstr("--export works only without --server"));
-  r = RunCli({"--server", server_->address(), "tokenize", "--text", "hi"});
+  EXPECT_THAT(r.err, HasSubstr("--threads works only without --server"));
+  r = RunCli({"--server", server_->address(), "ablate", "--heads", "1.1", "--threads", "2"});
   EXPECT_EQ(r.exit_code, 2);
   r = RunCli({"--server"});
   EXPECT_EQ(r.exit_code, 2);

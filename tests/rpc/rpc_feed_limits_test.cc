@@ -34,7 +34,9 @@ TEST_F(RpcTest, SlowSubscriberLosesEventsAndTheCounterFollows) {
   generate.set_text("Hello");
   generate.set_max_new_tokens(480);
   generate.set_stop_at_eos(false);
-  const GenerateResult generated = RunGenerate(*stub_, generate);
+  // A generous deadline: 480 tokens with per-token entropy took 130 s on a
+  // 2-core machine at load 18, past the default 120 s (this is no timing test).
+  const GenerateResult generated = RunGenerate(*stub_, generate, /*deadline_seconds=*/600);
   ASSERT_TRUE(generated.status.ok()) << generated.status.error_message();
   const int64_t produced = 2 + generated.events.back().summary().generated_tokens();
   ASSERT_EQ(produced, 482);

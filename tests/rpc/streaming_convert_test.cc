@@ -63,7 +63,8 @@ Streamed Stream(const engine::Prompt& prompt, StreamOptions options, int64_t blo
   engine::AnalysisSettings settings;
   settings.query_block_size = block_size;
   settings.record_tensors = record;
-  settings.extra_observers = {&streamer, &logger};
+  streamer.AttachTo(settings);
+  settings.extra_observers.push_back(&logger);
   auto run = engine::RunAnalysis(Fixture(), prompt, settings);
   EXPECT_TRUE(run.ok()) << run.status();
   s.run = std::move(run).value();
@@ -140,7 +141,7 @@ TEST(LayerStreamerTest, AttentionChunksReassembleIntoTheRecordedTensors) {
 TEST(LayerStreamerTest, AFailedSendStopsTheForwardPassAtTheNextLayer) {
   LayerStreamer streamer(3, 4, {}, [](const v1::AnalyzeEvent&) { return false; });
   engine::AnalysisSettings settings;
-  settings.extra_observers = {&streamer};
+  streamer.AttachTo(settings);
   settings.should_stop = [&] { return streamer.failed(); };
   auto run = engine::RunAnalysis(Fixture(), FixturePrompt(10), settings);
   EXPECT_EQ(run.status().code(), absl::StatusCode::kCancelled);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -124,6 +125,36 @@ TEST(HfTokenizerErrors, MalformedFilesAreNamed) {
   EXPECT_EQ(tok.status().message(), "t.json: model.type \"Unigram\" is not supported");
   EXPECT_EQ(HfTokenizer::Load(kDir + "/nope/tokenizer.json").status().code(),
             absl::StatusCode::kNotFound);
+}
+
+// Found by tokenizer_json_fuzz (tests/fuzz/corpus/tokenizer_json_fuzz/
+// regression_post_processor_id_gap): a TemplateProcessing id that names no
+// token (here the gap below a sparse added token) loaded, and every encoding
+// with special tokens then carried an id that nothing could decode.
+TEST(HfTokenizerErrors, PostProcessorIdsMustBeTokensOfTheVocabulary) {
+  const std::string model = R"("model":{"type":"BPE","vocab":{"a":0,"b":1},"merges":[]},
+      "added_tokens":[{"id":40,"content":"<s>","special":true}])";
+  auto processor = [](const char* single, int64_t id) {
+    return absl::StrCat(R"("post_processor":{"type":"TemplateProcessing","single":)", single,
+                        R"(,"pair":[],"special_tokens":{"<s>":{"id":"<s>","ids":[)", id,
+                        R"(],"tokens":["<s>"]}}})");
+  };
+  const char* prefix = R"([{"SpecialToken":{"id":"<s>","type_id":0}},{"Sequence":{"id":"A","type_id":0}}])";
+  const char* suffix = R"([{"Sequence":{"id":"A","type_id":0}},{"SpecialToken":{"id":"<s>","type_id":0}}])";
+  for (const char* single : {prefix, suffix}) {
+    for (int64_t id : {10, 41, -1}) {
+      auto tok = HfTokenizer::Parse(absl::StrCat("{", model, ",", processor(single, id), "}"), "t.json");
+      ASSERT_FALSE(tok.ok()) << single << " " << id;
+      EXPECT_EQ(tok.status().message(),
+                absl::StrCat("t.json: post_processor: special token id ", id, " is not in the vocabulary"));
+    }
+    auto tok = HfTokenizer::Parse(absl::StrCat("{", model, ",", processor(single, 40), "}"), "t.json");
+    ASSERT_TRUE(tok.ok()) << tok.status();
+    auto encoding = (*tok)->Encode("ab");
+    ASSERT_TRUE(encoding.ok());
+    const Encoding with_special = (*tok)->AddSpecialTokens(*encoding);
+    EXPECT_TRUE((*tok)->Decode(with_special.ids).ok());
+  }
 }
 
 TEST(HfTokenizer, MergesAsPairsAndIgnoreMerges) {

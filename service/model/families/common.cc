@@ -29,6 +29,15 @@ void ReadTokenIdsAndDtype(const ConfigReader& c, int64_t bos, int64_t eos, Model
   }
 }
 
+absl::StatusOr<int64_t> LayerCount(const ConfigReader& c, const char* key, int64_t fallback) {
+  ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t layers, c.PositiveInt(key, fallback));
+  if (layers > kMaxLayers) {
+    return c.Invalid(absl::StrCat("'", key, "' = ", layers, " is more than the ", kMaxLayers,
+                                  " layers attnscope accepts"));
+  }
+  return layers;
+}
+
 absl::Status CheckHeads(const ConfigReader& c, const ModelConfig& config) {
   if (config.num_heads % config.num_kv_heads != 0) {
     return c.Invalid(absl::StrCat("num_key_value_heads=", config.num_kv_heads,

@@ -26,6 +26,16 @@ absl::StatusOr<ModelConfig> ParseOpt(const ConfigReader& c);
 
 // Shared pieces.
 
+// The most layers a config may declare. Parsing sizes per-layer vectors
+// from it, so a hostile config.json ("num_hidden_layers": 1e12) must be
+// refused before anything is allocated; released decoders have at most a few
+// hundred layers.
+inline constexpr int64_t kMaxLayers = 4096;
+
+// `key` (the number of layers; `fallback` when absent) as PositiveInt reads
+// it, and at most kMaxLayers: InvalidArgument naming the key and the limit.
+absl::StatusOr<int64_t> LayerCount(const ConfigReader& c, const char* key, int64_t fallback);
+
 // Llama's config keys and tensor names with `default_theta` etc.; the base
 // of Mistral, Qwen2/3, Gemma and Phi-3.
 struct LlamaDefaults {

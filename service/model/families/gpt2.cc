@@ -35,7 +35,7 @@ TensorNames Gpt2Names() {
 absl::StatusOr<ModelConfig> ParseGpt2(const ConfigReader& c) {
   ModelConfig m;
   m.model_type = "gpt2";
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, c.PositiveInt("n_layer", 12));
+  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, LayerCount(c, "n_layer", 12));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.num_heads, c.PositiveInt("n_head", 12));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.hidden_size, c.PositiveInt("n_embd", 768));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.vocab_size, c.PositiveInt("vocab_size", 50257));

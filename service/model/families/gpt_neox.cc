@@ -35,7 +35,7 @@ absl::StatusOr<ModelConfig> ParseGptNeox(const ConfigReader& c) {
   ModelConfig m;
   m.model_type = "gpt_neox";
   ATTNSCOPE_ASSIGN_OR_RETURN(m.hidden_size, c.PositiveInt("hidden_size", 6144));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, c.PositiveInt("num_hidden_layers", 44));
+  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, LayerCount(c, "num_hidden_layers", 44));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.num_heads, c.PositiveInt("num_attention_heads", 64));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.intermediate_size, c.PositiveInt("intermediate_size", 24576));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.vocab_size, c.PositiveInt("vocab_size", 50432));

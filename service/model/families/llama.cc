@@ -32,7 +32,7 @@ TensorNames LlamaNames() {
 
 absl::Status ReadShape(const ConfigReader& c, const LlamaDefaults& d, ModelConfig& m) {
   ATTNSCOPE_ASSIGN_OR_RETURN(m.hidden_size, c.PositiveInt("hidden_size", d.hidden_size));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, c.PositiveInt("num_hidden_layers", d.num_layers));
+  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, LayerCount(c, "num_hidden_layers", d.num_layers));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.num_heads, c.PositiveInt("num_attention_heads", d.num_heads));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.num_kv_heads, c.PositiveInt("num_key_value_heads", m.num_heads));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.intermediate_size,

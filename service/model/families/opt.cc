@@ -40,7 +40,7 @@ absl::StatusOr<ModelConfig> ParseOpt(const ConfigReader& c) {
   ModelConfig m;
   m.model_type = "opt";
   ATTNSCOPE_ASSIGN_OR_RETURN(m.hidden_size, c.PositiveInt("hidden_size", 768));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, c.PositiveInt("num_hidden_layers", 12));
+  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, LayerCount(c, "num_hidden_layers", 12));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.num_heads, c.PositiveInt("num_attention_heads", 12));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.intermediate_size, c.PositiveInt("ffn_dim", 3072));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.vocab_size, c.PositiveInt("vocab_size", 50272));

@@ -1,0 +1,320 @@
+// The comparison of issue 10, side by side in one run, on the GPT-2-small
+// shape (random F32 weights: 12 layers, 12 heads, width 768, vocabulary
+// 50257): for each T,
+//   - the FLOP floor: the model's FLOPs over the best sgemm rate this machine
+//     reaches on the model's own matrix shapes (and, beside it, the sum of
+//     the best sgemm time of every product the model does);
+//   - the plain forward pass (logits only);
+//   - the analysis with every statistic (PromptAnalyzer, as `attnscope
+//     analyze` runs it), whole layers and query blocks of 64;
+//   - a plain PyTorch eager GPT-2 keeping every attention and hidden state
+//     (bench/pytorch_eager_gpt2.py, same weights, ids and threads), when
+//     /usr/bin/python3 has torch (Debian's python3-torch);
+// with the ratios of the goals (analysis / plain <= 1.10, analysis / floor
+// <= 1.15) and peak RSS minus the checkpoint's size (<= 150 MB at T = 1024).
+// Every measurement runs in a fresh forked process: median of the timed
+// runs after one warm-up.
+//
+// Usage: perf_compare_bench [--threads N] [--repeats R] [--tokens 128,512,1024]
+//                           [--floor-only | --analysis-only]
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "bench/bench_support.h"
+#include "bench/sgemm_floor.h"
+#include "service/analysis/prompt_analyzer.h"
+#include "service/model/blas_info.h"
+#include "service/model/language_model.h"
+
+namespace attnscope::bench {
+namespace {
+
+constexpr int64_t kLayers = 12, kHeads = 12, kWidth = 768, kVocab = 50257, kPositions = 1024;
+
+struct Flags {
+  int threads = 2;
+  int repeats = 3;
+  std::vector<int64_t> tokens = {128, 512, 1024};
+  bool floor_only = false;  // just the sgemm floor (e.g. to compare OPENBLAS_CORETYPE values)
+  // --analysis-only: one in-process analysis (whole layers) and its figures,
+  // for profiling (perf record) and memory checks without child processes.
+  bool analysis_only = false;
+};
+
+// Reads only the logits, block by block as the analyzer does: the plain
+// forward pass.
+class LogitsOnly : public model::ForwardObserver {
+ public:
+  model::ObserverNeeds Needs() const override { return {false, false, false, true, true}; }
+  void OnLogitsBlock(int, int64_t, const float* logits, int64_t, int64_t, int64_t) override {
+    first_ = logits[0];
+  }
+
+ private:
+  float first_ = 0;
+};
+
+std::vector<int64_t> RandomIds(int64_t n) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int64_t> pick(0, kVocab - 1);
+  std::vector<int64_t> ids(n);
+  for (int64_t& id : ids) id = pick(rng);
+  return ids;
+}
+
+std::string ReadFileText(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// One configuration of attnscope in a child: plain (block < 0) or analysis.
+Measurement MeasureAttnscope(const std::string& dir, const Flags& f, int64_t tokens,
+                             int64_t block) {
+  std::unique_ptr<model::LanguageModel> lm;
+  const std::vector<int64_t> ids = RandomIds(tokens);
+  auto setup = [&] {
+    model::SetComputeThreads(f.threads);
+    auto loaded = model::LoadLanguageModel(dir);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(loaded.status().message()).c_str());
+      return false;
+    }
+    lm = std::move(*loaded);
+    return true;
+  };
+  auto run = [&] {
+    if (block < 0) {
+      LogitsOnly logits;
+      return lm->Forward({ids}, {}, {&logits}).ok();
+    }
+    analysis::AnalysisOptions options;  // what engine::RunAnalysis asks for
+    options.want_value_norms = true;
+    options.input_ids = ids;
+    analysis::PromptAnalyzer analyzer(options);
+    model::ForwardOptions forward;
+    forward.query_block_size = block;
+    return lm->Forward({ids}, forward, {&analyzer}).ok() && analyzer.Finish().ok();
+  };
+  return MeasureInChild(setup, run, f.repeats);
+}
+
+struct Baseline {
+  bool ok = false;
+  double seconds = 0, peak_mib = 0, last_row_diff = 0;
+  std::string why;
+};
+
+// The last row of attnscope's logits, to check that the baseline ran the same model.
+std::vector<float> LastLogitsRow(const std::string& dir, const std::vector<int64_t>& ids,
+                                 int threads) {
+  std::vector<float> row(kVocab, 0.0f);
+  int fds[2];
+  if (pipe(fds) != 0) return row;
+  if (fork() == 0) {
+    close(fds[0]);
+    model::SetComputeThreads(threads);
+    auto lm = model::LoadLanguageModel(dir);
+    struct Last : model::ForwardObserver {
+      std::vector<float>* out;
+      model::ObserverNeeds Needs() const override { return {false, false, false, true}; }
+      void OnLogits(int, const float* z, int64_t t, int64_t v) override {
+        out->assign(z + (t - 1) * v, z + t * v);
+      }
+    } last;
+    last.out = &row;
+    if (lm.ok()) (void)(*lm)->Forward({ids}, {}, {&last});
+    ssize_t n = write(fds[1], row.data(), row.size() * sizeof(float));
+    _exit(n == static_cast<ssize_t>(row.size() * sizeof(float)) ? 0 : 1);
+  }
+  close(fds[1]);
+  size_t got = 0;
+  auto* bytes = reinterpret_cast<char*>(row.data());
+  while (got < row.size() * sizeof(float)) {
+    const ssize_t n = read(fds[0], bytes + got, row.size() * sizeof(float) - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fds[0]);
+  wait(nullptr);
+  return row;
+}
+
+Baseline MeasurePyTorch(const std::string& dir, const Flags& f, int64_t tokens) {
+  Baseline b;
+  const std::string script = std::string(ATTNSCOPE_BENCH_DIR) + "/pytorch_eager_gpt2.py";
+  if (std::system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {
+    b.why = "skipped: /usr/bin/python3 has no torch/numpy (Debian: python3-torch python3-numpy)";
+    return b;
+  }
+  const std::vector<int64_t> ids = RandomIds(tokens);
+  const std::string tmp = std::filesystem::temp_directory_path().string() + "/attnscope-bench-" +
+                          std::to_string(getpid()) + "-" + std::to_string(tokens);
+  {
+    std::ofstream out(tmp + ".ids");
+    for (int64_t id : ids) out << id << ' ';
+  }
+  const std::string command = "/usr/bin/python3 " + script + " " + dir + " " + tmp + ".ids " +
+                              std::to_string(f.threads) + " " + std::to_string(f.repeats) + " " +
+                              tmp + ".logits > " + tmp + ".out";
+  if (std::system(command.c_str()) != 0) {
+    b.why = "failed: " + command;
+    return b;
+  }
+  b.ok = std::sscanf(ReadFileText(tmp + ".out").c_str(), "seconds %lf peak_rss_mib %lf",
+                     &b.seconds, &b.peak_mib) == 2;
+  std::vector<float> theirs(kVocab, 0.0f);
+  std::ifstream(tmp + ".logits", std::ios::binary)
+      .read(reinterpret_cast<char*>(theirs.data()), kVocab * sizeof(float));
+  const std::vector<float> ours = LastLogitsRow(dir, ids, f.threads);
+  for (int64_t v = 0; v < kVocab; ++v) {
+    const double d = std::fabs(static_cast<double>(ours[v]) - theirs[v]);
+    if (!(d <= b.last_row_diff)) b.last_row_diff = d;  // keeps NaN
+  }
+  for (const char* ext : {".ids", ".logits", ".out"}) std::remove((tmp + ext).c_str());
+  return b;
+}
+
+std::string LoadAverage() {
+  std::string s = ReadFileText("/proc/loadavg");
+  return s.substr(0, s.find(' ', s.find(' ', s.find(' ') + 1) + 1));
+}
+
+std::string CpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "?";
+}
+
+int AnalysisOnly(const std::string& dir, const Flags& f) {
+  model::SetComputeThreads(f.threads);
+  auto lm = model::LoadLanguageModel(dir);
+  if (!lm.ok()) return 1;
+  for (int64_t t : f.tokens) {
+    const std::vector<int64_t> ids = RandomIds(t);
+    for (int i = 0; i <= f.repeats; ++i) {
+      analysis::AnalysisOptions options;
+      options.want_value_norms = true;
+      options.input_ids = ids;
+      analysis::PromptAnalyzer analyzer(options);
+      const auto start = std::chrono::steady_clock::now();
+      if (!(*lm)->Forward({ids}, {}, {&analyzer}).ok() || !analyzer.Finish().ok()) return 1;
+      std::printf("T=%ld analysis %.0f ms, VmHWM %.0f MiB\n", static_cast<long>(t),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() *
+                      1000,
+                  PeakRssMiB());
+    }
+  }
+  return 0;
+}
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (flag == "--floor-only") f.floor_only = true;
+    if (flag == "--analysis-only") f.analysis_only = true;
+    if (flag == "--threads" && has_value) f.threads = std::atoi(argv[++i]);
+    if (flag == "--repeats" && has_value) f.repeats = std::atoi(argv[++i]);
+    if (flag == "--tokens" && has_value) {
+      f.tokens.clear();
+      std::stringstream s(argv[++i]);
+      for (std::string t; std::getline(s, t, ',');) f.tokens.push_back(std::atoll(t.c_str()));
+    }
+  }
+  return f;
+}
+
+}  // namespace
+}  // namespace attnscope::bench
+
+int main(int argc, char** argv) {
+  using namespace attnscope::bench;
+  const Flags f = ParseFlags(argc, argv);
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / "attnscope-bench-gpt2-small-f32").string();
+  std::filesystem::create_directories(dir);
+  if (!std::filesystem::exists(dir + "/model.safetensors") &&
+      !WriteRandomGpt2(dir, kLayers, kHeads, kWidth, kVocab, kPositions, attnscope::DType::kF32)) {
+    return 1;
+  }
+  const double checkpoint_mib =
+      static_cast<double>(std::filesystem::file_size(dir + "/model.safetensors")) / (1 << 20);
+  std::printf("CPU %s, %d threads, OpenBLAS kernels %s, load average at start %s\n",
+              CpuName().c_str(), f.threads, attnscope::model::BlasCoreName().c_str(),
+              LoadAverage().c_str());
+  std::printf("GPT-2-small shape, random F32 weights (%s, %.0f MiB); median of %d runs after a "
+              "warm-up, each configuration in a fresh process\n\n",
+              dir.c_str(), checkpoint_mib, f.repeats);
+  std::printf("%5s %9s %9s %9s %9s %9s %9s | %7s %7s %7s %8s | %8s %8s %8s\n", "T", "floor",
+              "by-shape", "plain", "analysis", "anl-b64", "pytorch", "anl/pln", "anl/flr",
+              "pln/flr", "pt/anl", "peak", "-ckpt", "pt peak");
+  std::printf("%5s %9s %9s %9s %9s %9s %9s | %7s %7s %7s %8s | %8s %8s %8s\n", "", "ms", "ms", "ms",
+              "ms", "ms", "ms", "", "<=1.10", "", "", "MiB", "MiB", "MiB");
+  if (f.analysis_only) return AnalysisOnly(dir, f);
+  std::vector<std::string> notes;
+  for (int64_t t : f.tokens) {
+    const FloorResult floor = MeasureSgemmFloor(
+        {kLayers, kHeads, kWidth, 4 * kWidth, kVocab}, t, f.threads);
+    if (f.floor_only) {
+      std::printf("T=%ld floor %.0f ms, by shape %.0f ms, best %.0f GFLOP/s on %s\n",
+                  static_cast<long>(t), floor.floor_seconds * 1000, floor.by_shape_seconds * 1000,
+                  floor.best_gflops, floor.best_shape.c_str());
+      continue;
+    }
+    const Measurement plain = MeasureAttnscope(dir, f, t, -1);
+    const Measurement whole = MeasureAttnscope(dir, f, t, 0);
+    const Measurement blocks = MeasureAttnscope(dir, f, t, 64);
+    const Baseline pt = MeasurePyTorch(dir, f, t);
+    const double ms = 1000.0;
+    std::printf("%5ld %9.0f %9.0f %9.0f %9.0f %9.0f %9s | %7.3f %7.3f %7.3f %8s | %8.0f %8.0f %8s\n",
+                static_cast<long>(t), floor.floor_seconds * ms, floor.by_shape_seconds * ms,
+                plain.median_seconds * ms, whole.median_seconds * ms, blocks.median_seconds * ms,
+                pt.ok ? std::to_string(static_cast<int>(pt.seconds * ms)).c_str() : "-",
+                whole.median_seconds / plain.median_seconds,
+                whole.median_seconds / floor.floor_seconds,
+                plain.median_seconds / floor.floor_seconds,
+                pt.ok ? std::to_string(pt.seconds / whole.median_seconds).substr(0, 5).c_str() : "-",
+                whole.peak_rss_mib, whole.peak_rss_mib - checkpoint_mib,
+                pt.ok ? std::to_string(static_cast<int>(pt.peak_mib)).c_str() : "-");
+    std::fflush(stdout);
+    notes.push_back("T=" + std::to_string(t) + ": best sgemm " +
+                    std::to_string(static_cast<int>(floor.best_gflops)) + " GFLOP/s on " +
+                    floor.best_shape + "; model " +
+                    std::to_string(static_cast<int>(floor.model_gflop)) + " GFLOP; peak MiB " +
+                    "plain " + std::to_string(static_cast<int>(plain.peak_rss_mib)) +
+                    " (after loading " + std::to_string(static_cast<int>(plain.baseline_rss_mib)) +
+                    ")" +
+                    ", analysis blocks of 64 " +
+                    std::to_string(static_cast<int>(blocks.peak_rss_mib)) +
+                    (pt.ok ? "; PyTorch last logits row max |diff| " +
+                                 std::to_string(pt.last_row_diff)
+                           : "; PyTorch " + pt.why));
+  }
+  std::printf("\n");
+  for (const std::string& n : notes) std::printf("%s\n", n.c_str());
+  std::printf("load average at the end %s\n", LoadAverage().c_str());
+  std::printf("floor: model FLOPs / best rate; by-shape: sum of each product's best sgemm time; "
+              "analysis: every statistic, whole layers (anl-b64: query blocks of 64); peak: "
+              "VmHWM of the whole-layer analysis; -ckpt: minus the checkpoint file\n");
+  return 0;
+}

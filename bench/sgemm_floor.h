@@ -1,0 +1,29 @@
+// The FLOP floor of a GPT-2-shaped forward pass on this machine: the sgemm
+// rate libtorch's BLAS reaches on the model's own matrix products.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace attnscope::bench {
+
+struct ModelShape {
+  int64_t layers = 0, heads = 0, width = 0, inner = 0, vocab = 0;
+};
+
+struct FloorResult {
+  bool ok = false;
+  double model_gflop = 0;       // every matrix product of one forward pass (dense attention)
+  double best_gflops = 0;       // the best rate over the model's product shapes
+  std::string best_shape;       // where it was reached, e.g. "1024x768 . 768x3072"
+  double floor_seconds = 0;     // model_gflop / best_gflops
+  double by_shape_seconds = 0;  // sum over the products of their own best time
+};
+
+// Times each product of the model at T = `tokens` (q|k|v, output, MLP up and
+// down, the head, per-head scores and weighted sums) with `threads` threads,
+// best of several runs, in a forked child (so the caller's process never
+// starts OpenMP before it forks others).
+FloorResult MeasureSgemmFloor(const ModelShape& shape, int64_t tokens, int threads);
+
+}  // namespace attnscope::bench

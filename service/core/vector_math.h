@@ -1,0 +1,55 @@
+// Row kernels of the hot path (softmax, entropies, norms, column sums) over
+// plain float arrays, eight lanes at a time, with exp and log evaluated by
+// polynomials instead of per-element libm calls. Each kernel is compiled for
+// AVX2+FMA and for baseline x86-64 and picks one at load time, so the
+// binaries still run on CPUs without AVX2. Torch-free: the model runtime and
+// the statistics share them.
+#pragma once
+
+#include <cstdint>
+
+namespace attnscope::vmath {
+
+// exp(x) and log(x) of one float, by the same polynomials the kernels use
+// (relative error about 1e-7; exp gives 0 below -87.3 and NaN for NaN; log
+// is only meaningful for normal x > 0). For tests and scalar tails.
+float Exp(float x);
+float Log(float x);
+
+// out[j] = exp(in[j] - m) / sum_k exp(in[k] - m), m = max in[0..n), n >= 1.
+// `in` and `out` may be the same array (in place). Exponentials in float,
+// their sum in double (over float partial sums of 64 terms).
+void Softmax(const float* in, int64_t n, float* out);
+
+// The per-row numbers of one attention row p[0..n):
+//   entropy  = -sum_j p_j log p_j   (entries <= 0 count as 0)
+//   weighted = sum_j p_j w_j        (0 when w is null)
+// and column[j] += p_j for every j when `column` is non-null. Products are
+// taken in float and summed in double (in float over blocks of 64).
+struct AttentionRowSums {
+  double entropy = 0.0;
+  double weighted = 0.0;
+};
+AttentionRowSums AttentionRow(const float* p, const float* w, int64_t n, double* column);
+
+// One row z[0..n) of logits, n >= 1: max_j z_j, log_z = log sum_j exp(z_j)
+// and the entropy -sum_j q_j log q_j of q = softmax(z), in nats. Exponentials
+// in float, sums in double.
+struct LogitRowStats {
+  double max = 0.0;
+  double log_z = 0.0;
+  double entropy = 0.0;
+};
+LogitRowStats LogitRow(const float* z, int64_t n);
+
+// sum_j x_j^2 over x[0..n), in double (hidden states reach values of several
+// thousand, whose squares would lose digits in float).
+double SumSquares(const float* x, int64_t n);
+
+// The indices of the k largest x[0..n) (ties: lower index first), largest
+// first, in idx[0..min(k, n)); returns how many were written. NaN entries
+// are never picked ahead of a number. One pass; blocks of 16 below the
+// current k-th largest are skipped after one vector compare.
+int64_t TopK(const float* x, int64_t n, int64_t k, int64_t* idx);
+
+}  // namespace attnscope::vmath

@@ -1,0 +1,19 @@
+#include "service/model/attention_blocks.h"
+
+#include <algorithm>
+
+namespace attnscope::model {
+
+int64_t QueryBlockRows(int64_t requested, int64_t heads, int64_t queries, int64_t keys,
+                       int64_t budget_bytes) {
+  if (requested > 0) return std::min(requested, queries);
+  const int64_t row_bytes = heads * keys * static_cast<int64_t>(sizeof(float));
+  if (queries <= budget_bytes / row_bytes) return queries;
+  // Multiples of 16 rows keep the block's matrix products on BLAS's fast
+  // paths; below 16 rows the per-block overhead outweighs the memory saved.
+  constexpr int64_t kGranule = 16;
+  const int64_t rows = std::max(kGranule, budget_bytes / row_bytes / kGranule * kGranule);
+  return std::min(rows, queries);
+}
+
+}  // namespace attnscope::model

@@ -1,0 +1,90 @@
+#include "service/model/device.h"
+
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+
+namespace attnscope::model {
+namespace {
+
+void ForEachMatrix(DecoderWeights& w, const std::function<void(at::Tensor&)>& fn) {
+  auto linear = [&](LinearWeights& l) {
+    if (l.weight.defined()) fn(l.weight);
+  };
+  linear(w.project_in);
+  linear(w.project_out);
+  if (w.head.defined()) fn(w.head);
+  for (LayerWeights& l : w.layers) {
+    for (LinearWeights* m : {&l.qkv, &l.o, &l.up, &l.down}) linear(*m);
+  }
+}
+
+void ForEachTensor(DecoderWeights& w, const std::function<void(at::Tensor&)>& fn) {
+  auto visit = [&](at::Tensor& t) {
+    if (t.defined()) fn(t);
+  };
+  auto norm = [&](NormWeights& n) {
+    visit(n.weight);
+    visit(n.bias);
+  };
+  visit(w.embed);
+  visit(w.positions);
+  visit(w.head);
+  norm(w.final_norm);
+  for (LinearWeights* l : {&w.project_in, &w.project_out}) {
+    visit(l->weight);
+    visit(l->bias);
+  }
+  for (LayerWeights& l : w.layers) {
+    for (NormWeights* n : {&l.attn_norm, &l.mlp_norm, &l.post_attn_norm, &l.post_mlp_norm,
+                           &l.q_norm, &l.k_norm}) {
+      norm(*n);
+    }
+    for (LinearWeights* m : {&l.qkv, &l.o, &l.up, &l.down}) {
+      visit(m->weight);
+      visit(m->bias);
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<c10::Device> ResolveDevice(DeviceKind kind) {
+  const bool cuda = at::hasCUDA();
+  if (kind == DeviceKind::kCpu || (kind == DeviceKind::kAuto && !cuda)) return c10::Device(at::kCPU);
+  if (cuda) return c10::Device(at::kCUDA, 0);
+  if (!BuiltWithCuda()) {
+    return absl::FailedPreconditionError(
+        "--device cuda: this attnscope was built against a libtorch without CUDA (Debian's "
+        "CPU-only libtorch); rebuild with cmake -DTorch_DIR=<CUDA libtorch>/share/cmake/Torch, "
+        "or use --device cpu (or auto, which falls back to the CPU)");
+  }
+  return absl::FailedPreconditionError(
+      "--device cuda: libtorch was built with CUDA but sees no CUDA device (check the driver "
+      "and CUDA_VISIBLE_DEVICES), or use --device cpu (or auto)");
+}
+
+void MoveWeights(DecoderWeights& weights, const c10::Device& device) {
+  if (device.is_cpu()) return;
+  ForEachTensor(weights, [&](at::Tensor& t) { t = t.to(device); });
+}
+
+DecoderWeights Bf16Matrices(const DecoderWeights& weights) {
+  DecoderWeights copy = weights;  // tensors are shared until replaced below
+  ForEachMatrix(copy, [](at::Tensor& t) {
+    const at::Tensor rounded = t.to(at::kBFloat16).contiguous();
+    t = t.is_cuda() ? rounded : rounded.to(at::kFloat);
+  });
+  return copy;
+}
+
+at::Tensor RoundToBf16(const at::Tensor& x) { return x.to(at::kBFloat16).to(x.scalar_type()); }
+
+at::Tensor LinearBf16(const at::Tensor& x, const LinearWeights& w16) {
+  at::Tensor y = x.is_cuda() ? at::matmul(x.to(at::kBFloat16), w16.weight.t()).to(at::kFloat)
+                             : at::matmul(RoundToBf16(x), w16.weight.t());
+  if (w16.bias.defined()) y.add_(w16.bias);
+  return y;
+}
+
+}  // namespace attnscope::model

@@ -1,0 +1,185 @@
+// Long prompts: every statistic computed block-wise (explicit and automatic
+// query blocks) equals the whole-layer computation within 1e-5, on the
+// Hugging Face Llama fixture at its full 128 positions and on a Llama-shaped
+// random checkpoint (head_dim 64, GQA 8/2) at T = 1536, where the automatic
+// choice splits every layer into blocks; prompts are accepted up to the
+// model's positions and refused, naming both numbers, beyond.
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "service/analysis/prompt_analyzer.h"
+#include "service/analysis/stats_json.h"
+#include "service/core/safetensors.h"
+#include "service/model/attention_blocks.h"
+#include "service/model/language_model.h"
+#include "tests/analysis/analysis_test_util.h"
+#include "tests/common/json_compare.h"
+
+namespace attnscope::analysis {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kTol = 1e-5;
+
+// A random float32 tensor (normal, `stddev`; or all `constant`).
+TensorToWrite Random(const std::string& name, std::vector<int64_t> shape, std::mt19937& rng,
+                     float stddev, float constant = 0.0f) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> values(static_cast<size_t>(n), constant);
+  std::normal_distribution<float> normal(0.0f, stddev);
+  if (stddev > 0) {
+    for (float& v : values) v = normal(rng);
+  }
+  std::string data(values.size() * sizeof(float), '\0');
+  std::memcpy(data.data(), values.data(), data.size());
+  return TensorToWrite{name, DType::kF32, std::move(shape), std::move(data)};
+}
+
+// A Llama-shaped checkpoint with random weights: 2 layers, 8 query heads
+// sharing 2 key/value heads of 64 dims (width 512), SiLU MLP 256, vocab 96,
+// `positions` positions. Weights of std 0.08 give peaked, varied heads.
+class RandomLlama {
+ public:
+  explicit RandomLlama(int64_t positions)
+      : dir_(std::filesystem::temp_directory_path() /
+             ("attnscope-long-prompt-" + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(dir_);
+    std::mt19937 rng(2024);
+    const int64_t d = 512, inner = 256, kv = 2 * 64;
+    std::vector<TensorToWrite> t;
+    t.push_back(Random("model.embed_tokens.weight", {kVocab, d}, rng, 1.0f));
+    for (int64_t i = 0; i < 2; ++i) {
+      const std::string p = "model.layers." + std::to_string(i) + ".";
+      t.push_back(Random(p + "input_layernorm.weight", {d}, rng, 0, 1.0f));
+      t.push_back(Random(p + "post_attention_layernorm.weight", {d}, rng, 0, 1.0f));
+      t.push_back(Random(p + "self_attn.q_proj.weight", {d, d}, rng, 0.08f));
+      t.push_back(Random(p + "self_attn.k_proj.weight", {kv, d}, rng, 0.08f));
+      t.push_back(Random(p + "self_attn.v_proj.weight", {kv, d}, rng, 0.08f));
+      t.push_back(Random(p + "self_attn.o_proj.weight", {d, d}, rng, 0.04f));
+      t.push_back(Random(p + "mlp.gate_proj.weight", {inner, d}, rng, 0.04f));
+      t.push_back(Random(p + "mlp.up_proj.weight", {inner, d}, rng, 0.04f));
+      t.push_back(Random(p + "mlp.down_proj.weight", {d, inner}, rng, 0.04f));
+    }
+    t.push_back(Random("model.norm.weight", {d}, rng, 0, 1.0f));
+    t.push_back(Random("lm_head.weight", {kVocab, d}, rng, 0.05f));
+    EXPECT_TRUE(WriteSafetensors((dir_ / "model.safetensors").string(), t).ok());
+    nlohmann::json config = {{"model_type", "llama"},      {"num_hidden_layers", 2},
+                             {"num_attention_heads", 8},   {"num_key_value_heads", 2},
+                             {"hidden_size", d},           {"intermediate_size", inner},
+                             {"vocab_size", kVocab},       {"max_position_embeddings", positions},
+                             {"rope_theta", 500000.0},     {"rms_norm_eps", 1e-5},
+                             {"tie_word_embeddings", false}, {"torch_dtype", "float32"}};
+    std::ofstream(dir_ / "config.json") << config.dump(2);
+  }
+  ~RandomLlama() { std::filesystem::remove_all(dir_); }
+  std::string dir() const { return dir_.string(); }
+  static constexpr int64_t kVocab = 96;
+
+ private:
+  std::filesystem::path dir_;
+};
+
+std::vector<int64_t> RandomIds(int64_t n, int64_t vocab) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int64_t> pick(0, vocab - 1);
+  std::vector<int64_t> ids(static_cast<size_t>(n));
+  for (int64_t& id : ids) id = pick(rng);
+  return ids;
+}
+
+// Every statistic of `ids` (value norms, surprisal and top predictions
+// included), as stats JSON, with `block` query rows per attention block.
+absl::StatusOr<nlohmann::json> StatsJson(const model::LanguageModel& lm,
+                                         const std::vector<int64_t>& ids, int64_t block) {
+  AnalysisOptions options;
+  options.want_value_norms = true;
+  options.input_ids = ids;
+  PromptAnalyzer analyzer(options);
+  model::ForwardOptions forward;
+  forward.query_block_size = block;
+  if (absl::Status s = lm.Forward({ids}, forward, {&analyzer}); !s.ok()) return s;
+  absl::StatusOr<PromptStats> stats = analyzer.Finish();
+  if (!stats.ok()) return stats.status();
+  return StatsToJson(*stats);
+}
+
+// Block-wise (each of `blocks`) against whole layers (block = T).
+void ExpectBlocksMatchWholeLayers(const model::LanguageModel& lm, const std::vector<int64_t>& ids,
+                                  const std::vector<int64_t>& blocks) {
+  const int64_t t = static_cast<int64_t>(ids.size());
+  absl::StatusOr<nlohmann::json> whole = StatsJson(lm, ids, t);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  for (int64_t block : blocks) {
+    absl::StatusOr<nlohmann::json> blocked = StatsJson(lm, ids, block);
+    ASSERT_TRUE(blocked.ok()) << blocked.status();
+    std::string mismatch;
+    const double diff = test::MaxJsonDiff(*blocked, *whole, &mismatch);
+    EXPECT_TRUE(diff <= kTol) << "block " << block << ": max |diff| " << diff << " " << mismatch;
+  }
+}
+
+TEST(LongPromptTest, AutomaticBlocksKeepALayerUnderTheBudget) {
+  // 8 heads x 1536 keys x 4 bytes = 48 KiB a row: 682 rows fit 32 MiB,
+  // rounded down to 672.
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 1536, 1536), 672);
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 1024, 1024), 1024);  // exactly 32 MiB: whole
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 16384, 16384), 64);
+  EXPECT_EQ(model::QueryBlockRows(0, 64, 16384, 16384), 16);  // never below 16 rows
+  EXPECT_EQ(model::QueryBlockRows(7, 8, 16384, 16384), 7);
+  EXPECT_EQ(model::QueryBlockRows(5000, 8, 100, 100), 100);
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 10, 1 << 30), 10);  // one decoding step of 10 rows
+}
+
+TEST(LongPromptTest, LlamaFixtureBlocksEqualWholeLayersAtItsPositions) {
+  auto lm = model::LoadLanguageModel(testing_util::DataPath("models/llama"));
+  ASSERT_TRUE(lm.ok()) << lm.status();
+  const int64_t positions = (*lm)->config().max_positions;
+  ASSERT_EQ(positions, 128);
+  const std::vector<int64_t> ids = RandomIds(positions, (*lm)->config().vocab_size);
+  ExpectBlocksMatchWholeLayers(**lm, ids, {0, 1, 7, 16, 100});
+}
+
+TEST(LongPromptTest, RandomLlamaBlocksEqualWholeLayersAtT1536) {
+  RandomLlama checkpoint(1536);
+  auto lm = model::LoadLanguageModel(checkpoint.dir());
+  ASSERT_TRUE(lm.ok()) << lm.status();
+  const std::vector<int64_t> ids = RandomIds(1536, RandomLlama::kVocab);
+  // 0: automatic (672 rows, the last block 192); 500: blocks that straddle
+  // the automatic ones.
+  ExpectBlocksMatchWholeLayers(**lm, ids, {0, 500});
+  // The statistics are not degenerate: heads differ and rows are not uniform.
+  absl::StatusOr<nlohmann::json> stats = StatsJson(**lm, ids, 0);
+  ASSERT_TRUE(stats.ok());
+  const auto& entropy = (*stats)["attention_entropy"];
+  EXPECT_GT(std::abs(entropy[0][0].get<double>() - entropy[1][3].get<double>()), 1e-3);
+  EXPECT_LT(entropy[0][0].get<double>(), 0.95 * std::log(1536.0 / 2));
+}
+
+TEST(LongPromptTest, PromptsAreAcceptedUpToThePositionsAndRefusedBeyond) {
+  RandomLlama checkpoint(1536);
+  auto lm = model::LoadLanguageModel(checkpoint.dir());
+  ASSERT_TRUE(lm.ok()) << lm.status();
+  absl::StatusOr<nlohmann::json> full = StatsJson(**lm, RandomIds(1536, RandomLlama::kVocab), 0);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ((*full)["received"].size(), 1536u);
+  absl::StatusOr<nlohmann::json> over = StatsJson(**lm, RandomIds(1537, RandomLlama::kVocab), 0);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(over.status().message(), HasSubstr("1537"));
+  EXPECT_THAT(over.status().message(), HasSubstr("1536"));
+}
+
+}  // namespace
+}  // namespace attnscope::analysis

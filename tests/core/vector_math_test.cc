@@ -1,0 +1,162 @@
+// vmath's kernels against double-precision libm on the lengths that exercise
+// their vector bodies, partial tails and 64-element flushes, and on the
+// edge values (0, masked, NaN, ties) the statistics rely on.
+#include "service/core/vector_math.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/common/float_compare.h"
+
+namespace attnscope::vmath {
+namespace {
+
+using test::MaxAbsDiff;
+
+const std::vector<int64_t> kLengths = {1, 3, 8, 9, 63, 64, 65, 127, 1000, 50257};
+
+std::vector<float> Normal(int64_t n, float stddev, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, stddev);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+// softmax in double.
+std::vector<double> ReferenceSoftmax(const std::vector<float>& z) {
+  const double m = *std::max_element(z.begin(), z.end());
+  double s = 0;
+  for (float v : z) s += std::exp(v - m);
+  std::vector<double> p;
+  for (float v : z) p.push_back(std::exp(v - m) / s);
+  return p;
+}
+
+TEST(VectorMathTest, ExpAndLogAreWithinAFewUlp) {
+  double worst_exp = 0, worst_log = 0;
+  for (float x = -87.0f; x < 88.0f; x += 0.0137f) {
+    const double want = std::exp(static_cast<double>(x));
+    worst_exp = test::Worse(worst_exp, std::fabs(Exp(x) - want) / want);
+  }
+  for (float x = 1e-37f; x < 1e37f; x *= 1.0123f) {
+    const double want = std::log(static_cast<double>(x));
+    worst_log = test::Worse(worst_log, std::fabs(Log(x) - want) / std::max(1.0, std::fabs(want)));
+  }
+  EXPECT_LE(worst_exp, 3e-7);
+  EXPECT_LE(worst_log, 3e-7);
+  EXPECT_EQ(Exp(-88.0f), 0.0f);  // masked scores give exact zeros
+  EXPECT_EQ(Exp(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_TRUE(std::isnan(Exp(std::nanf(""))));
+  EXPECT_EQ(Exp(0.0f), 1.0f);
+}
+
+TEST(VectorMathTest, SoftmaxMatchesDoubleAndWorksInPlace) {
+  for (int64_t n : kLengths) {
+    std::vector<float> z = Normal(n, 4.0f, 1);
+    const std::vector<double> want = ReferenceSoftmax(z);
+    std::vector<float> p(z.size());
+    Softmax(z.data(), n, p.data());
+    EXPECT_LE(MaxAbsDiff(p, want), 1e-6) << n;
+    Softmax(z.data(), n, z.data());
+    EXPECT_EQ(z, p) << n;
+  }
+}
+
+TEST(VectorMathTest, SoftmaxOfANanRowIsNan) {
+  std::vector<float> z = {1.0f, std::nanf(""), 2.0f};
+  Softmax(z.data(), 3, z.data());
+  EXPECT_TRUE(std::isnan(z[0]));
+}
+
+TEST(VectorMathTest, AttentionRowSumsEntropyWeightsAndColumns) {
+  for (int64_t n : kLengths) {
+    std::vector<float> p(static_cast<size_t>(n));
+    const std::vector<double> soft = ReferenceSoftmax(Normal(n, 2.0f, 2));
+    for (size_t j = 0; j < p.size(); ++j) p[j] = static_cast<float>(soft[j]);
+    p[0] = 0.0f;  // 0 log 0 = 0
+    const std::vector<float> w = Normal(n, 1.0f, 3);
+    double entropy = 0, weighted = 0;
+    for (size_t j = 0; j < p.size(); ++j) {
+      if (p[j] > 0) entropy -= p[j] * std::log(static_cast<double>(p[j]));
+      weighted += static_cast<double>(p[j]) * w[j];
+    }
+    std::vector<double> columns(p.size(), 0.5);
+    const AttentionRowSums got = AttentionRow(p.data(), w.data(), n, columns.data());
+    EXPECT_NEAR(got.entropy, entropy, 1e-6 * std::max(1.0, entropy)) << n;
+    EXPECT_NEAR(got.weighted, weighted, 1e-6) << n;
+    std::vector<double> want_columns(p.size());
+    for (size_t j = 0; j < p.size(); ++j) want_columns[j] = 0.5 + p[j];
+    EXPECT_LE(MaxAbsDiff(columns, want_columns), 0.0) << n;  // exact: float to double adds
+    const AttentionRowSums bare = AttentionRow(p.data(), nullptr, n, nullptr);
+    EXPECT_EQ(bare.entropy, got.entropy);
+    EXPECT_EQ(bare.weighted, 0.0);
+  }
+}
+
+TEST(VectorMathTest, NegativeAttentionEntriesCountAsZero) {
+  const std::vector<float> p = {-0.5f, 0.5f, 0.5f};
+  EXPECT_NEAR(AttentionRow(p.data(), nullptr, 3, nullptr).entropy, std::log(2.0), 1e-7);
+}
+
+TEST(VectorMathTest, LogitRowMatchesLogSoftmaxInDouble) {
+  for (int64_t n : kLengths) {
+    const std::vector<float> z = Normal(n, 3.0f, 4);
+    const double m = *std::max_element(z.begin(), z.end());
+    double s = 0;
+    for (float v : z) s += std::exp(v - m);
+    const double log_z = m + std::log(s);
+    double entropy = 0;
+    for (float v : z) entropy -= std::exp(v - log_z) * (v - log_z);
+    const LogitRowStats got = LogitRow(z.data(), n);
+    EXPECT_EQ(got.max, m) << n;
+    EXPECT_NEAR(got.log_z, log_z, 1e-6) << n;
+    EXPECT_NEAR(got.entropy, entropy, 1e-6) << n;
+  }
+  const std::vector<float> peaked = {0.0f, 1000.0f, 0.0f};  // one-hot: entropy 0
+  EXPECT_NEAR(LogitRow(peaked.data(), 3).entropy, 0.0, 1e-12);
+}
+
+TEST(VectorMathTest, SumSquaresInDouble) {
+  for (int64_t n : kLengths) {
+    const std::vector<float> x = Normal(n, 3000.0f, 5);
+    double want = 0;
+    for (float v : x) want += static_cast<double>(v) * v;
+    EXPECT_NEAR(SumSquares(x.data(), n), want, 1e-12 * want) << n;
+  }
+}
+
+TEST(VectorMathTest, TopKIsPartialSortWithLowerIndexFirstOnTies) {
+  for (int64_t n : kLengths) {
+    std::vector<float> x = Normal(n, 1.0f, 6);
+    for (size_t j = 0; j < x.size(); j += 7) x[j] = 0.25f;  // many ties
+    for (int64_t k : {1, 5, 70}) {
+      std::vector<int64_t> order(x.size());
+      for (size_t j = 0; j < order.size(); ++j) order[j] = static_cast<int64_t>(j);
+      const auto keep = static_cast<size_t>(std::min(k, n));
+      std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep),
+                        order.end(), [&](int64_t a, int64_t b) {
+                          return x[a] > x[b] || (x[a] == x[b] && a < b);
+                        });
+      order.resize(keep);
+      std::vector<int64_t> got(keep);
+      ASSERT_EQ(TopK(x.data(), n, k, got.data()), static_cast<int64_t>(keep));
+      EXPECT_EQ(got, order) << "n " << n << " k " << k;
+    }
+  }
+}
+
+TEST(VectorMathTest, TopKRanksNanLast) {
+  const std::vector<float> x = {std::nanf(""), 1.0f, std::nanf(""), 3.0f};
+  std::vector<int64_t> got(3);
+  ASSERT_EQ(TopK(x.data(), 4, 3, got.data()), 3);
+  EXPECT_EQ(got[0], 3);
+  EXPECT_EQ(got[1], 1);
+  EXPECT_EQ(TopK(x.data(), 4, 0, got.data()), 0);
+}
+
+}  // namespace
+}  // namespace attnscope::vmath
