@@ -22,5 +22,7 @@ int RunModels(const std::vector<std::string>& args, const std::string& server = 
 int RunHealth(const std::vector<std::string>& args, const std::string& server);
 int RunHeads(const std::vector<std::string>& args, const std::string& server = "");
 int RunAblate(const std::vector<std::string>& args, const std::string& server = "");
+// stream-ppl: perplexity of a text under KV-cache eviction policies (local).
+int RunStreamPpl(const std::vector<std::string>& args);
 
 }  // namespace attnscope::cli

@@ -11,6 +11,7 @@
 #include "service/cli/remote_support.h"
 #include "service/core/status_macros.h"
 #include "service/engine/generation.h"
+#include "service/engine/streaming_cache.h"
 #include "service/rpc/remote_client.h"
 
 namespace attnscope::cli {
@@ -47,6 +48,14 @@ most likely other tokens (the alternatives; never the chosen token itself).
   --sink-scores        also report A[l,h,pos,0] of every new token (a
                        layer x head block per token; [layer][head] in JSON)
   --ignore-eos         do not stop at the end-of-text token
+  --cache-policy P     KV-cache eviction (see 'attnscope stream-ppl --help'):
+                       full (default), sinks:S+R, window:R, detected:K+R,
+                       heavy:K+R; --json then gives each token's cache_tokens
+                       and evicted_positions
+  --cache-positions cache|original
+                       positions under a bounded policy (default: cache for
+                       rotary models, original for learned positions); with
+                       cache, generation may run past the model's positions
   --json               machine-readable output
   --threads N          intra-op threads (local only; default: all cores)
   --precision P        float32 (default) or bf16: matrix products on
@@ -86,7 +95,8 @@ absl::StatusOr<GenerateArgs> ParseArgs(const std::vector<std::string>& args) {
                                                    {"seed"}, {"alternatives"},
                                                    {"sink-scores", false}, {"ignore-eos", false},
                                                    {"json", false}, {"threads"}, {"deadline"},
-                                                   {"precision"}, {"device"}})));
+                                                   {"precision"}, {"device"}, {"cache-policy"},
+                                                   {"cache-positions"}})));
   ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
   engine::GenerationSettings& s = a.settings;
   ATTNSCOPE_ASSIGN_OR_RETURN(int64_t max_new, a.flags.GetInt("max-new-tokens", 16, 1, 1 << 20));
@@ -111,6 +121,16 @@ absl::StatusOr<GenerateArgs> ParseArgs(const std::vector<std::string>& args) {
   s.num_alternatives = alternatives > 0 ? static_cast<int>(alternatives) + 1 : 0;
   s.layer_sink_scores = a.flags.Has("sink-scores");
   s.stop_at_eos = !a.flags.Has("ignore-eos");
+  if (a.flags.Has("cache-policy")) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(s.cache_policy,
+                               engine::ParseEvictionPolicy(a.flags.Get("cache-policy")));
+  }
+  if (a.flags.Has("cache-positions")) {
+    absl::StatusOr<model::CachePositions> p =
+        engine::ParseCachePositions(a.flags.Get("cache-positions"));
+    if (!p.ok()) return absl::InvalidArgumentError(absl::StrCat("--cache-", p.status().message()));
+    s.cache_positions = *p;
+  }
   return a;
 }
 
@@ -129,6 +149,12 @@ void Print(const GenerateArgs& a, const engine::Prompt& prompt, engine::Generati
 absl::Status FitMaxNewTokens(const engine::ModelBundle& bundle, const engine::Prompt& prompt,
                              engine::GenerationSettings& s) {
   const int64_t positions = bundle.config().max_positions;
+  // A bounded cache with cache positions never runs out of positions.
+  if (s.cache_policy.bounded() &&
+      s.cache_positions.value_or(engine::DefaultCachePositions(bundle.config())) ==
+          model::CachePositions::kCache) {
+    return absl::OkStatus();
+  }
   const int64_t left = positions - static_cast<int64_t>(prompt.ids.size());
   if (left < 1) {
     return absl::InvalidArgumentError(absl::StrCat(

@@ -37,6 +37,8 @@ nlohmann::json TokenJson(const engine::GeneratedToken& t, int64_t num_heads) {
                         {"entropy_normalized", t.entropy_normalized},
                         {"alternatives", alternatives}};
   if (!t.sink_scores.empty()) out["sink_scores"] = NestedSinkScores(t.sink_scores, num_heads);
+  out["cache_tokens"] = t.cache_tokens;
+  if (!t.evicted_positions.empty()) out["evicted_positions"] = t.evicted_positions;
   return out;
 }
 

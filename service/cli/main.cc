@@ -21,6 +21,8 @@ Commands:
   heads      scan every head on the induction probe: previous-token,
              induction and sink scores, and the loss on each half
   ablate     switch heads off and measure the loss on each half of the probe
+  stream-ppl perplexity of a text read token by token under KV-cache
+             eviction policies (StreamingLLM: full, sinks, window, ...)
   health     ask a server's gRPC health service whether it serves (--server)
 
 With --server TARGET, every command (tokenize, analyze with --export and
@@ -99,6 +101,13 @@ int main(int argc, char** argv) {
   if (command == "tokenize") return attnscope::cli::RunTokenize(args, server);
   if (command == "heads") return attnscope::cli::RunHeads(args, server);
   if (command == "ablate") return attnscope::cli::RunAblate(args, server);
+  if (command == "stream-ppl") {
+    if (!server.empty()) {
+      std::cerr << "attnscope: stream-ppl runs locally; run it without --server\n";
+      return attnscope::cli::kExitUsage;
+    }
+    return attnscope::cli::RunStreamPpl(args);
+  }
   std::cerr << "attnscope: unknown command '" << command << "'\n\n" << kHelp;
   return attnscope::cli::kExitUsage;
 }

@@ -14,6 +14,7 @@
 #include "service/core/status_macros.h"
 #include "service/core/utf8.h"
 #include "service/engine/sampling.h"
+#include "service/engine/streaming_cache.h"
 
 namespace attnscope::engine {
 namespace {
@@ -130,16 +131,19 @@ GeneratedToken DescribeToken(const ModelBundle& bundle, const std::vector<float>
 class Generator {
  public:
   Generator(const ModelBundle& bundle, const GenerationSettings& settings,
-            const std::function<void(const GeneratedToken&)>& on_token)
+            const std::function<void(const GeneratedToken&)>& on_token,
+            std::unique_ptr<StreamingCache> stream)
       : bundle_(bundle),
         settings_(settings),
         on_token_(on_token),
-        cache_(bundle.model->NewCache()),
+        stream_(std::move(stream)),
         observer_(bundle.config().num_layers, bundle.config().num_heads,
                   settings.layer_sink_scores),
         rng_(settings.sampling.seed) {
-    forward_.cache = cache_.get();
+    forward_.cache = stream_->cache();
     forward_.should_stop = settings.should_stop;
+    observers_ = {&observer_};
+    if (stream_->observer() != nullptr) observers_.push_back(stream_->observer());
     forward_.precision = settings.precision.value_or(model::Precision::kFloat32);
   }
 
@@ -152,22 +156,38 @@ class Generator {
     if (on_token_) on_token_(token);
   }
   absl::Status Feed(int64_t id) {
-    return bundle_.model->Forward({{id}}, forward_, {&observer_});
+    ATTNSCOPE_RETURN_IF_ERROR(bundle_.model->Forward({{id}}, forward_, observers_));
+    return Evict();
+  }
+  // The policy's eviction after a pass; what it dropped waits for the next
+  // token's report.
+  absl::Status Evict() {
+    ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<int64_t> evicted, stream_->AfterPass());
+    evicted_.insert(evicted_.end(), evicted.begin(), evicted.end());
+    return absl::OkStatus();
+  }
+  void ReportCache(GeneratedToken& token) {
+    token.cache_tokens = stream_->cache()->length();
+    token.evicted_positions = std::move(evicted_);
+    evicted_.clear();
   }
 
   const ModelBundle& bundle_;
   const GenerationSettings& settings_;
   const std::function<void(const GeneratedToken&)>& on_token_;
-  std::unique_ptr<model::KvCache> cache_;
+  std::unique_ptr<StreamingCache> stream_;
   model::ForwardOptions forward_;
   StepObserver observer_;
+  std::vector<model::ForwardObserver*> observers_;
+  std::vector<int64_t> evicted_;
   std::mt19937_64 rng_;
 };
 
 absl::Status Generator::Prefill(const Prompt& prompt, GenerationResult& result) {
   const Clock::time_point start = Clock::now();
   observer_.set_row_entropies(true);
-  ATTNSCOPE_RETURN_IF_ERROR(bundle_.model->Forward({prompt.ids}, forward_, {&observer_}));
+  ATTNSCOPE_RETURN_IF_ERROR(bundle_.model->Forward({prompt.ids}, forward_, observers_));
+  ATTNSCOPE_RETURN_IF_ERROR(Evict());
   observer_.set_row_entropies(false);
   if (observer_.last_logits().empty()) {
     return absl::InternalError("the prefill forward pass published no logits");
@@ -186,7 +206,10 @@ absl::Status Generator::Prefill(const Prompt& prompt, GenerationResult& result) 
 absl::Status Generator::Decode(int64_t prompt_length, GenerationResult& result) {
   const Clock::time_point start = Clock::now();
   const int64_t eos = bundle_.config().eos_token_id;
+  // Sink scores and cache reports come from feeding the token, so such a
+  // token is announced after its feed.
   const bool sinks = settings_.layer_sink_scores;
+  const bool feed_first = sinks || settings_.cache_policy.bounded();
   for (int index = 0;; ++index) {
     if (Cancelled()) {
       return absl::CancelledError(
@@ -200,10 +223,15 @@ absl::Status Generator::Decode(int64_t prompt_length, GenerationResult& result) 
     token.index = index;
     token.position = prompt_length + index;
     const std::string stop = StopReasonAfter(id, index, eos, settings_);
-    if (!sinks) Emit(token);
+    if (!feed_first) {
+      ReportCache(token);
+      if (stop.empty()) token.cache_tokens += 1;  // once fed (full keeps everything)
+      Emit(token);
+    }
     if (stop.empty() || sinks) ATTNSCOPE_RETURN_IF_ERROR(Feed(id));
-    if (sinks) {
-      token.sink_scores = observer_.sinks();
+    if (feed_first) {
+      if (sinks) token.sink_scores = observer_.sinks();
+      ReportCache(token);
       Emit(token);
     }
     result.tokens.push_back(std::move(token));
@@ -228,7 +256,22 @@ absl::Status ValidateGenerationSettings(const ModelBundle& bundle, const Prompt&
   }
   const int64_t prompt_length = static_cast<int64_t>(prompt.ids.size());
   const int64_t positions = bundle.config().max_positions;
-  if (prompt_length + settings.max_new_tokens > positions) {
+  const model::CachePositions cache_positions =
+      settings.cache_positions.value_or(DefaultCachePositions(bundle.config()));
+  ATTNSCOPE_RETURN_IF_ERROR(CheckCachePositions(bundle.config(), cache_positions));
+  const EvictionPolicy& policy = settings.cache_policy;
+  const bool shifted = policy.bounded() && cache_positions == model::CachePositions::kCache;
+  if (policy.bounded() && policy.capacity() + 1 > positions) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cache_policy=", PolicyName(policy), ": attends to ", policy.capacity() + 1,
+        " cached tokens but the model accepts ", positions, " positions"));
+  }
+  if (shifted && prompt_length > positions) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", prompt_length,
+                                                   " tokens and the model accepts ", positions,
+                                                   " positions; shorten the prompt"));
+  }
+  if (!shifted && prompt_length + settings.max_new_tokens > positions) {
     const int64_t fit = std::max<int64_t>(0, positions - prompt_length);
     return absl::InvalidArgumentError(absl::StrCat(
         "max_new_tokens=", settings.max_new_tokens, ": the prompt has ", prompt_length,
@@ -260,7 +303,12 @@ absl::StatusOr<GenerationResult> Generate(
     const ModelBundle& bundle, const Prompt& prompt, const GenerationSettings& settings,
     const std::function<void(const GeneratedToken&)>& on_token) {
   ATTNSCOPE_RETURN_IF_ERROR(ValidateGenerationSettings(bundle, prompt, settings));
-  Generator generator(bundle, settings, on_token);
+  ATTNSCOPE_ASSIGN_OR_RETURN(
+      std::unique_ptr<StreamingCache> stream,
+      StreamingCache::Create(*bundle.model, settings.cache_policy,
+                             settings.cache_positions.value_or(
+                                 DefaultCachePositions(bundle.config()))));
+  Generator generator(bundle, settings, on_token, std::move(stream));
   GenerationResult result;
   ATTNSCOPE_RETURN_IF_ERROR(generator.Prefill(prompt, result));
   ATTNSCOPE_RETURN_IF_ERROR(generator.Decode(static_cast<int64_t>(prompt.ids.size()), result));

@@ -8,7 +8,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "absl/status/statusor.h"
+#include "service/engine/eviction_policy.h"
 #include "service/engine/model_bundle.h"
 #include "service/engine/prompt.h"
 
@@ -27,6 +30,12 @@ struct GenerationSettings {
   int num_alternatives = 5;        // top alternatives reported per token, 0..20
   bool layer_sink_scores = false;  // report A[l,h,pos,0] of each new token
   bool stop_at_eos = true;         // stop after the model's eos_token_id
+  // KV-cache eviction (eviction_policy.h): full by default. A bounded policy
+  // evicts after the prefill and after every new token; with cache
+  // positions the generation may then run past the model's positions.
+  EvictionPolicy cache_policy;
+  // Unset: cache positions for rotary models, original for learned ones.
+  std::optional<model::CachePositions> cache_positions;
   // The forward passes' matrix products (model::ForwardOptions::precision);
   // unset: float32 (a remote call then leaves it to the server's default).
   std::optional<model::Precision> precision;
@@ -51,6 +60,12 @@ struct GeneratedToken {
   double entropy_normalized = 0;  // divided by log V
   std::vector<Alternative> alternatives;  // most likely first
   std::vector<double> sink_scores;  // [layer * H + head] when asked, else empty
+  // Tokens in the KV cache once this token was fed and the policy evicted
+  // (for the last token, when it is not fed: the cache as it was), and the
+  // text positions evicted since the previous token (the first token: since
+  // the prefill began), ascending.
+  int64_t cache_tokens = 0;
+  std::vector<int64_t> evicted_positions;
 };
 
 struct GenerationResult {
@@ -67,7 +82,9 @@ struct GenerationResult {
 // InvalidArgument naming the field, the value and the limit: max_new_tokens
 // < 1, prompt + max_new_tokens > max_positions, temperature < 0 or > 100 or
 // not finite, top_k < 0, top_p outside [0, 1], num_alternatives outside
-// [0, 20].
+// [0, 20], cache positions the model cannot use, a bounded policy whose
+// cache (S + R + 1) exceeds max_positions. With a bounded policy and cache
+// positions only the prompt must fit in max_positions.
 absl::Status ValidateGenerationSettings(const ModelBundle& bundle, const Prompt& prompt,
                                         const GenerationSettings& settings);
 

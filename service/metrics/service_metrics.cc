@@ -1,5 +1,6 @@
 #include "service/metrics/service_metrics.h"
 
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <string>
@@ -32,6 +33,7 @@ constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0
 // Tokens: powers of two up to GPT-2's 1024 positions, one step beyond.
 constexpr double kTokenBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
 constexpr double kTokensPerSecondBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
+constexpr double kPerplexityBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000};
 // The context-health score is 0..10 (service/analysis/definitions.md); le="10" holds
 // every healthy prompt, so the lower buckets show how bad the rest are.
 constexpr double kHealthBuckets[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
@@ -104,6 +106,12 @@ struct ServiceMetrics::Impl {
   Family<Histogram>& tokens_per_second = HistogramFamily(
       *registry, families, "attnscope_generation_tokens_per_second",
       "Generation throughput of each Generate call (generated tokens / its seconds), by model.");
+  Family<Counter>& eviction_steps = CounterFamily(
+      *registry, families, "attnscope_eviction_steps_total",
+      "Text tokens scored by EvaluateEviction (one step each), by model and policy kind.");
+  Family<Histogram>& eviction_perplexity = HistogramFamily(
+      *registry, families, "attnscope_eviction_perplexity",
+      "Perplexity of each finished EvaluateEviction policy run, by model and policy kind.");
   Family<Gauge>& in_flight = GaugeFamily(*registry, families, "attnscope_in_flight_requests",
                                          "RPCs currently running a forward pass or generation.");
   Family<Gauge>& queued = GaugeFamily(*registry, families, "attnscope_queued_requests",
@@ -193,6 +201,19 @@ void ServiceMetrics::RecordGeneration(const std::string& model, int64_t tokens, 
   if (tokens > 0 && seconds > 0) {
     impl_->tokens_per_second.Add({{"model", model}}, Buckets(kTokensPerSecondBuckets))
         .Observe(static_cast<double>(tokens) / seconds);
+  }
+}
+
+void ServiceMetrics::RecordEvictionRun(const std::string& model, const std::string& policy,
+                                       int64_t steps, double perplexity) {
+  if (steps > 0) {
+    impl_->eviction_steps.Add({{"model", model}, {"policy", policy}})
+        .Increment(static_cast<double>(steps));
+  }
+  if (std::isfinite(perplexity)) {
+    impl_->eviction_perplexity
+        .Add({{"model", model}, {"policy", policy}}, Buckets(kPerplexityBuckets))
+        .Observe(perplexity);
   }
 }
 

@@ -52,6 +52,13 @@ class ServiceMetrics {
   // attnscope_generated_tokens_total (tokens <= 0 adds nothing) and observes
   // tokens / seconds (only when both are positive).
   void RecordGeneration(const std::string& model, int64_t tokens, double seconds);
+  // One policy of a finished EvaluateEviction: `steps` scored in `seconds`
+  // with final `perplexity`. `policy` is the kind only (full, sinks, window,
+  // detected, heavy: bounded label values). Adds to
+  // attnscope_eviction_steps_total{model,policy} and observes
+  // attnscope_eviction_perplexity{model,policy} (finite values only).
+  void RecordEvictionRun(const std::string& model, const std::string& policy, int64_t steps,
+                         double perplexity);
   // Current values of the gauges attnscope_in_flight_requests,
   // attnscope_queued_requests and attnscope_subscribers.
   void SetInFlight(int64_t requests);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "service/model/attention_kernel.h"
 
@@ -21,16 +22,35 @@ at::Tensor ExpandGroups(const at::Tensor& kv, int64_t num_heads) {
 }
 
 // True where query row r (at position p = past + row_begin + r) may not see
-// key j: j > p, or with a window W, j <= p - W.
-at::Tensor HiddenKeys(int64_t row_begin, int64_t rows, int64_t past, int64_t keys,
-                      int64_t window, const at::Device& device) {
-  const at::Tensor key_pos = at::arange(keys, at::TensorOptions(at::kLong).device(device));
-  const at::Tensor query_pos =
-      at::arange(past + row_begin, past + row_begin + rows,
-                 at::TensorOptions(at::kLong).device(device)).unsqueeze(1);
-  at::Tensor hidden = key_pos.unsqueeze(0) > query_pos;  // (rows, keys)
-  if (window > 0) hidden = hidden.logical_or(key_pos.unsqueeze(0) <= query_pos - window);
+// key j (at position q_j: j, or step.key_positions[j]): q_j > p, or with a
+// window W, q_j <= p - W; or where step.hidden_keys says so.
+at::Tensor HiddenKeys(int64_t row_begin, int64_t rows, const AttentionStep& step, int64_t keys,
+                      const at::Device& device) {
+  const at::TensorOptions longs = at::TensorOptions(at::kLong).device(device);
+  const at::Tensor key_pos =
+      (step.key_positions.defined() ? step.key_positions.to(device) : at::arange(keys, longs))
+          .unsqueeze(0);
+  const int64_t first = step.past + row_begin;
+  const at::Tensor query_pos = at::arange(first, first + rows, longs).unsqueeze(1);
+  at::Tensor hidden = key_pos > query_pos;  // (rows, keys)
+  if (step.window > 0) hidden = hidden.logical_or(key_pos <= query_pos - step.window);
+  if (step.hidden_keys.defined()) {
+    hidden = hidden.logical_or(step.hidden_keys.narrow(0, row_begin, rows).to(device));
+  }
   return hidden;
+}
+
+// The kernel masks key j as if it sat at position j + offset. Returns the
+// offset when step.key_positions is undefined (0) or consecutive (a cache
+// that evicted only its oldest tokens), nullopt when the positions have gaps.
+std::optional<int64_t> KeyPositionOffset(const AttentionStep& step, int64_t keys) {
+  if (!step.key_positions.defined()) return 0;
+  const at::Tensor pos = step.key_positions.to(at::kCPU, at::kLong).contiguous();
+  const int64_t* p = pos.data_ptr<int64_t>();
+  for (int64_t j = 1; j < keys; ++j) {
+    if (p[j] != p[0] + j) return std::nullopt;
+  }
+  return keys > 0 ? p[0] : 0;
 }
 
 at::Tensor ValueNorms(const at::Tensor& v, int64_t num_heads, const ObserverSet& observers) {
@@ -56,7 +76,7 @@ at::Tensor AtenAttention(const at::Tensor& q, const at::Tensor& k, const at::Ten
     const int64_t rows = std::min(block, num_queries - begin);
     at::Tensor scores = at::matmul(q.narrow(2, begin, rows), keys_t).mul_(step.score_scale);
     if (step.softcap > 0) scores = at::tanh(scores / step.softcap).mul_(step.softcap);
-    scores.masked_fill_(HiddenKeys(begin, rows, step.past, num_keys, step.window, q.device()),
+    scores.masked_fill_(HiddenKeys(begin, rows, step, num_keys, q.device()),
                         std::numeric_limits<float>::lowest());
     const at::Tensor probs = at::softmax(scores, -1);  // (B, H, rows, S)
     out.narrow(1, begin, rows).copy_(at::matmul(probs, values).transpose(1, 2));
@@ -96,7 +116,12 @@ void WorkspacePool::Give(std::unique_ptr<AttentionWorkspace> workspace) {
 
 at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const at::Tensor& v_in,
                            const AttentionStep& step, ObserverSet& observers) {
-  if (!q_in.is_cpu() || q_in.scalar_type() != at::kFloat) {
+  // The kernel masks by key index only: an extra mask, or cached keys whose
+  // positions have gaps (an evicting cache in original positions), take the
+  // ATen path.
+  const std::optional<int64_t> key_offset =
+      step.hidden_keys.defined() ? std::nullopt : KeyPositionOffset(step, k_in.size(2));
+  if (!q_in.is_cpu() || q_in.scalar_type() != at::kFloat || !key_offset.has_value()) {
     return AtenAttention(q_in, k_in, v_in, step, observers);
   }
   const at::Tensor q = RowDense(q_in), k = RowDense(k_in), v = RowDense(v_in);
@@ -133,7 +158,7 @@ at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const
         a.rows = rows;
         a.head_dim = d;
         a.num_keys = num_keys;
-        a.first_position = step.past + begin;
+        a.first_position = step.past + begin - *key_offset;
         a.window = step.window;
         a.scale = static_cast<float>(step.score_scale);
         a.softcap = static_cast<float>(step.softcap);

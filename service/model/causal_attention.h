@@ -51,6 +51,11 @@ struct AttentionStep {
   // position past + r and sees keys 0..past + r.
   int64_t past = 0;
   int64_t query_block_size = 0;  // 0: all queries at once
+  // Positions of the S keys for the mask ((S) long; undefined: 0 .. S-1),
+  // for a cache that evicted tokens but keeps their text positions.
+  at::Tensor key_positions;
+  // (T, S) bool: true also hides key j from query row r; undefined: none.
+  at::Tensor hidden_keys;
   AttentionWorkspace* workspace = nullptr;  // nullptr: a workspace of this call only
 };
 

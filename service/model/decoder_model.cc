@@ -4,6 +4,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <mutex>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "service/core/status_macros.h"
@@ -12,35 +13,23 @@
 #include "service/model/decoder_weights.h"
 #include "service/model/device.h"
 #include "service/model/forward_checks.h"
+#include "service/model/kv_cache.h"
 #include "service/model/rotary.h"
 #include "service/model/weight_loader.h"
 
 namespace attnscope::model {
 namespace {
 
+// The caller's extra mask as a (T, S) bool tensor.
+at::Tensor HiddenKeysTensor(const std::vector<uint8_t>& hidden, int64_t tokens) {
+  const int64_t keys = static_cast<int64_t>(hidden.size()) / tokens;
+  return at::from_blob(const_cast<uint8_t*>(hidden.data()), {tokens, keys}, at::kByte)
+      .to(at::kBool);
+}
 // Rows of logits per block when observers take blocks: 64 x V floats (13 MB
 // for GPT-2), enough rows for the head's GEMM to run at full speed.
 constexpr int64_t kLogitRowsPerBlock = 64;
 
-class DecoderCache : public KvCache {
- public:
-  explicit DecoderCache(int64_t layers) : keys(layers), values(layers) {}
-  int64_t length() const override { return length_; }
-  // Drops keys/values a failed (e.g. cancelled) step appended to some layers.
-  void Rollback() {
-    for (size_t l = 0; l < keys.size(); ++l) {
-      if (keys[l].defined() && keys[l].size(2) > length_) {
-        keys[l] = keys[l].narrow(2, 0, length_).contiguous();
-        values[l] = values[l].narrow(2, 0, length_).contiguous();
-      }
-    }
-  }
-  void Commit(int64_t length) { length_ = length; }
-  std::vector<at::Tensor> keys, values;  // per layer (1, KV, S, d), keys after rotary
-
- private:
-  int64_t length_ = 0;
-};
 
 // What one forward pass shares across its layers.
 struct PassState {
@@ -49,6 +38,10 @@ struct PassState {
   DecoderCache* cache = nullptr;
   RotaryTables rotary;  // undefined tensors without rotary embedding
   ObserverSet& observers;
+  // A cache that rotates keys by their cache index: tables for 0 .. S-1.
+  RotaryTables key_rotary;
+  at::Tensor key_positions;  // (S) long, or undefined for 0 .. S-1
+  at::Tensor hidden_keys;    // (T, S) bool, or undefined
   AttentionWorkspace* workspace = nullptr;
   // The float32 weights, or their bfloat16 matrices for Precision::kBfloat16.
   const DecoderWeights* weights = nullptr;
@@ -80,7 +73,11 @@ class DecoderModel : public LanguageModel {
                        const ForwardOptions& options,
                        const std::vector<ForwardObserver*>& observers) const override;
   std::unique_ptr<KvCache> NewCache() const override {
-    return std::make_unique<DecoderCache>(config_.num_layers);
+    return NewCache(CachePositions::kOriginal);
+  }
+  std::unique_ptr<KvCache> NewCache(CachePositions positions) const override {
+    if (positions == CachePositions::kCache && spec_.rope.kind == RopeKind::kNone) return nullptr;
+    return std::make_unique<DecoderCache>(config_.num_layers, positions);
   }
 
  private:
@@ -145,23 +142,24 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
   q = q.transpose(1, 2);  // (B, H, T, d)
   k = k.transpose(1, 2);  // (B, KV, T, d)
   v = v.transpose(1, 2);
+  const bool rotate_cached = pass.cache != nullptr && pass.cache->rotates_by_index();
   if (pass.rotary.cos.defined()) {
     q = ApplyRotary(q, pass.rotary);
-    k = ApplyRotary(k, pass.rotary);
+    if (!rotate_cached) k = ApplyRotary(k, pass.rotary);
   }
   if (pass.bf16) {  // the operands of q k^T and p v
     q = RoundToBf16(q);
-    k = RoundToBf16(k);
+    if (!rotate_cached) k = RoundToBf16(k);  // else after the rotation below
     v = RoundToBf16(v);
   }
   AttentionStep step;
   step.layer = layer;
   step.past = pass.past;
-  step.query_block_size = QueryBlockRows(pass.options.query_block_size, batch * a.num_heads,
-                                         tokens, pass.past + tokens);
   step.score_scale = a.score_scale;
   step.softcap = a.softcap;
   step.window = a.window[layer];
+  step.key_positions = pass.key_positions;
+  step.hidden_keys = pass.hidden_keys;
   step.workspace = pass.workspace;
   // OPT scales the projected queries in float32 before the product.
   if (a.scale_query_first) {
@@ -170,13 +168,17 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
   }
   if (a.divide_by_layer_number) step.score_scale /= (layer + 1);
   if (pass.cache != nullptr) {
-    if (pass.past > 0) {
-      k = at::cat({pass.cache->keys[layer], k}, 2);
-      v = at::cat({pass.cache->values[layer], v}, 2);
+    std::tie(k, v) = pass.cache->Append(layer, k, v);
+    // StreamingLLM's position shift: every cached key at its cache index.
+    if (rotate_cached) {
+      k = ApplyRotary(k, pass.key_rotary);
+      if (pass.bf16) k = RoundToBf16(k);
     }
-    pass.cache->keys[layer] = k.contiguous();
-    pass.cache->values[layer] = v.contiguous();
   }
+  // Keys: the cached tokens (after an eviction fewer than the positions) and
+  // the new ones.
+  step.query_block_size = QueryBlockRows(pass.options.query_block_size, batch * a.num_heads,
+                                         tokens, k.size(2));
   at::Tensor o = CausalAttention(q, k, v, step, pass.observers);  // (B, H, T, d)
   AblateHeads(layer, pass.options, o);
   return Product(o.transpose(1, 2).reshape({batch, tokens, q_cols}), l.o, pass);
@@ -249,21 +251,39 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
                                    const ForwardOptions& options,
                                    const std::vector<ForwardObserver*>& observers) const {
   auto* cache = static_cast<DecoderCache*>(options.cache);
-  const int64_t past = cache ? cache->length() : 0;
+  const int64_t past = cache ? cache->first_new_position() : 0;
   ATTNSCOPE_RETURN_IF_ERROR(CheckForwardInput(config_, batch, options, past));
+  const int64_t cached = cache ? cache->length() : 0;
+  const int64_t new_tokens = static_cast<int64_t>(batch[0].size());
+  if (!options.hidden_keys.empty() &&
+      options.hidden_keys.size() != static_cast<size_t>(new_tokens * (cached + new_tokens))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hidden_keys has ", options.hidden_keys.size(), " entries; a pass of ", new_tokens,
+        " tokens over ", cached + new_tokens, " keys needs ", new_tokens * (cached + new_tokens)));
+  }
   try {
     c10::InferenceMode inference;
     if (cache != nullptr) cache->Rollback();
     ObserverSet obs(observers);
     const int64_t batch_size = batch.size(), tokens = batch[0].size();
     PooledWorkspace workspace(workspaces_);
-    PassState pass{options, past, cache, {}, obs, workspace.get()};
+    PassState pass{options, past, cache, {}, obs, {}, {}, {}, workspace.get()};
     pass.bf16 = options.precision == Precision::kBfloat16;
     pass.weights = pass.bf16 ? &Bf16Weights() : &w_;
     if (spec_.rope.kind != RopeKind::kNone) {
       pass.rotary = MakeRotaryTables(spec_.rope, past, tokens);
+      if (cache != nullptr && cache->rotates_by_index()) {
+        pass.key_rotary = MakeRotaryTables(spec_.rope, 0, cached + tokens);
+        pass.key_rotary.cos = pass.key_rotary.cos.to(device_);
+        pass.key_rotary.sin = pass.key_rotary.sin.to(device_);
+      }
       pass.rotary.cos = pass.rotary.cos.to(device_);
       pass.rotary.sin = pass.rotary.sin.to(device_);
+    }
+    if (cache != nullptr) pass.key_positions = cache->KeyPositions(tokens);
+    if (pass.key_positions.defined()) pass.key_positions = pass.key_positions.to(device_);
+    if (!options.hidden_keys.empty()) {
+      pass.hidden_keys = HiddenKeysTensor(options.hidden_keys, tokens).to(device_);
     }
     at::Tensor x = Embed(IdsTensor(batch).to(device_), pass);  // (B, T, H)
     obs.Begin(batch_size, tokens);
@@ -278,7 +298,7 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
     x = Finish(x, pass);
     obs.PublishHidden(static_cast<int>(config_.num_layers), x);
     if (obs.needs().logits) PublishLogits(x, pass);
-    if (cache != nullptr) cache->Commit(past + tokens);
+    if (cache != nullptr) cache->Commit(tokens);
     return absl::OkStatus();
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat(config_.model_type, " forward pass failed in libtorch: ",

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "service/model/compute_options.h"
 #include "service/model/forward_observer.h"
@@ -25,13 +26,38 @@ enum class AblationMode {
   kMean,  // replaced by its mean over all positions and sequences of the batch
 };
 
+// Which position a cached token has when later tokens attend to it.
+enum class CachePositions {
+  // Every token keeps its position in the text; the next token sits at
+  // next_position(), whatever was evicted. The only choice for learned
+  // absolute positions.
+  kOriginal,
+  // StreamingLLM's position shift: keys are cached before the rotary
+  // embedding and rotated at every step by their index in the cache
+  // (0 .. length()-1); the next token sits at length(). Rotary models only.
+  kCache,
+};
+
 // Keys and values of earlier tokens, for incremental decoding. Opaque; made by
 // LanguageModel::NewCache and only valid with the model that made it.
 class KvCache {
  public:
   virtual ~KvCache() = default;
-  // Tokens already in the cache (the position of the next token).
+  // Tokens in the cache (without eviction, the position of the next token).
   virtual int64_t length() const = 0;
+  // Position in the text of the next token fed: tokens fed so far, evicted
+  // ones included.
+  virtual int64_t next_position() const { return length(); }
+  // The text position of each cached token, in cache order (ascending).
+  virtual std::vector<int64_t> positions() const { return {}; }
+  // Bytes the cached keys and values take (all layers).
+  virtual int64_t bytes() const { return 0; }
+  // Keeps only the cached tokens at `indices` (cache indices, strictly
+  // ascending, each < length()) and drops the rest. InvalidArgument for
+  // indices that are not so; Unimplemented for a cache that cannot evict.
+  virtual absl::Status Keep(const std::vector<int64_t>& indices) {
+    return absl::UnimplementedError("this model's KV cache does not support eviction");
+  }
 };
 
 struct ForwardOptions {
@@ -56,6 +82,11 @@ struct ForwardOptions {
   // see attention rows for the new tokens over all keys, and hidden states and
   // logits of the new tokens only.
   KvCache* cache = nullptr;
+  // Optional extra mask, (T, past + T) row-major over the new tokens' rows
+  // and all keys: nonzero hides key j from query row r on top of the causal
+  // (and sliding-window) mask. Empty: none. For references that reproduce an
+  // evicting cache with one full pass; InvalidArgument when the size differs.
+  std::vector<uint8_t> hidden_keys;
 };
 
 class LanguageModel {
@@ -75,6 +106,12 @@ class LanguageModel {
                                const std::vector<ForwardObserver*>& observers) const = 0;
 
   virtual std::unique_ptr<KvCache> NewCache() const = 0;
+  // A cache whose tokens take `positions`; nullptr when the model cannot
+  // (kCache on a model without rotary embedding, or a model that does not
+  // implement it).
+  virtual std::unique_ptr<KvCache> NewCache(CachePositions positions) const {
+    return positions == CachePositions::kOriginal ? NewCache() : nullptr;
+  }
 };
 
 // How far loading has come: tensors converted so far, and their bytes out

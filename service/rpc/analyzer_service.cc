@@ -112,6 +112,18 @@ grpc::Status AnalyzerService::Generate(grpc::ServerContext* context,
   return scope.Finish(status);
 }
 
+grpc::Status AnalyzerService::EvaluateEviction(grpc::ServerContext* context,
+                                               const v1::EvaluateEvictionRequest* request,
+                                               grpc::ServerWriter<v1::EvaluateEvictionEvent>* writer) {
+  ClientStreams::Lease lease;
+  if (absl::Status refused = Gate(context, request->ByteSizeLong(), &lease); !refused.ok()) {
+    return Refused("EvaluateEviction", refused, std::chrono::steady_clock::now());
+  }
+  RequestScope scope("EvaluateEviction", context, metrics_, feed_);
+  const absl::Status status = RunEvaluateEviction(scope, *request, writer);
+  return scope.Finish(status);
+}
+
 grpc::Status AnalyzerService::Subscribe(grpc::ServerContext* context,
                                         const v1::SubscribeRequest* request,
                                         grpc::ServerWriter<v1::FeedEvent>* writer) {

@@ -51,6 +51,10 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
   grpc::Status Generate(grpc::ServerContext* context,
                         const attnscope::v1::GenerateRequest* request,
                         grpc::ServerWriter<attnscope::v1::GenerateEvent>* writer) override;
+  grpc::Status EvaluateEviction(grpc::ServerContext* context,
+                                const attnscope::v1::EvaluateEvictionRequest* request,
+                                grpc::ServerWriter<attnscope::v1::EvaluateEvictionEvent>* writer)
+      override;
   grpc::Status Subscribe(grpc::ServerContext* context,
                          const attnscope::v1::SubscribeRequest* request,
                          grpc::ServerWriter<attnscope::v1::FeedEvent>* writer) override;
@@ -75,6 +79,10 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
                           grpc::ServerWriter<attnscope::v1::AnalyzeEvent>* writer);
   absl::Status RunGenerate(RequestScope& scope, const attnscope::v1::GenerateRequest& request,
                            grpc::ServerWriter<attnscope::v1::GenerateEvent>* writer);
+  // eviction_rpc.cc.
+  absl::Status RunEvaluateEviction(
+      RequestScope& scope, const attnscope::v1::EvaluateEvictionRequest& request,
+      grpc::ServerWriter<attnscope::v1::EvaluateEvictionEvent>* writer);
   absl::Status RunTokenize(RequestScope& scope, const attnscope::v1::TokenizeRequest& request,
                            attnscope::v1::TokenizeResponse* response);
   absl::Status RunScanHeads(RequestScope& scope, const attnscope::v1::HeadScanRequest& request,

@@ -63,6 +63,7 @@ absl::Status AnalyzerService::RunGenerate(RequestScope& scope, const v1::Generat
   ATTNSCOPE_ASSIGN_OR_RETURN(const engine::ModelBundle* bundle, models_.Find(request.model()));
   scope.SetServedModel(model_name);
   engine::GenerationSettings settings = GenerationSettingsOf(request);
+  ATTNSCOPE_RETURN_IF_ERROR(ApplyCachePolicy(request, settings));
   ATTNSCOPE_RETURN_IF_ERROR(CheckNewTokenLimit(settings.max_new_tokens, config_.max_new_tokens));
   ATTNSCOPE_ASSIGN_OR_RETURN(settings.precision, PrecisionOf(request.precision(), "precision",
                                                              config_.default_precision));

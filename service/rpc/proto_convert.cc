@@ -292,6 +292,8 @@ v1::GeneratedToken GeneratedTokenToProto(const engine::GeneratedToken& t) {
     alt->set_probability(a.probability);
   }
   Assign(t.sink_scores, out.mutable_sink_scores());
+  out.set_cache_tokens(static_cast<int32_t>(t.cache_tokens));
+  Assign(t.evicted_positions, out.mutable_evicted_positions());
   return out;
 }
 
@@ -308,6 +310,8 @@ engine::GeneratedToken GeneratedTokenFromProto(const v1::GeneratedToken& t) {
     out.alternatives.push_back({a.id(), a.text(), a.probability()});
   }
   out.sink_scores = ToVector(t.sink_scores());
+  out.cache_tokens = t.cache_tokens();
+  out.evicted_positions = ToVector(t.evicted_positions());
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/client_context.h"
 #include "service/core/status_macros.h"
+#include "service/engine/streaming_cache.h"
 #include "service/rpc/client_channel.h"
 #include "service/rpc/head_scan_convert.h"
 #include "service/rpc/proto_convert.h"
@@ -326,6 +327,10 @@ absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model
   request.set_layer_sink_scores(s.layer_sink_scores);
   if (s.precision) request.set_precision(model::PrecisionName(*s.precision));
   request.set_stop_at_eos(s.stop_at_eos);
+  if (s.cache_policy.bounded()) request.set_cache_policy(engine::PolicyName(s.cache_policy));
+  if (s.cache_positions.has_value()) {
+    request.set_cache_positions(engine::CachePositionsName(*s.cache_positions));
+  }
 
   grpc::ClientContext context;
   ApplyDeadline(impl_->call_options, &context);

@@ -73,6 +73,7 @@ void RequestScope::Started(const std::string& model, const std::string& prompt_t
   *started->mutable_prompt_ids() = finished_.prompt_ids();
   started->set_origin(finished_.origin());
   if (finished_.has_options()) *started->mutable_options() = finished_.options();
+  *started->mutable_eviction_policies() = finished_.eviction_policies();
   feed_.Publish(std::move(event), model);
 }
 

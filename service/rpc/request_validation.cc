@@ -7,6 +7,7 @@
 #include "nlohmann/json.hpp"
 #include "service/core/status_macros.h"
 #include "service/core/utf8.h"
+#include "service/engine/streaming_cache.h"
 
 namespace attnscope::rpc {
 namespace {
@@ -25,14 +26,15 @@ absl::Status Prefixed(const absl::Status& status, const std::string& prefix) {
 }
 
 absl::Status CheckTokenCount(int64_t tokens, const engine::ModelBundle& bundle,
-                             const std::string& model_name, int64_t max_prompt_tokens) {
+                             const std::string& model_name, int64_t max_prompt_tokens,
+                             bool limit_to_positions = true) {
   if (max_prompt_tokens > 0 && tokens > max_prompt_tokens) {
     return absl::InvalidArgumentError(absl::StrCat(
         "prompt: ", tokens, " tokens is over the server's limit of ", max_prompt_tokens,
         " tokens (--max-prompt-tokens); shorten the prompt"));
   }
   const int64_t positions = bundle.config().max_positions;
-  if (tokens > positions) {
+  if (limit_to_positions && tokens > positions) {
     return absl::InvalidArgumentError(absl::StrCat("prompt: ", tokens, " tokens is over the ",
                                                    positions, " positions of model '", model_name,
                                                    "'; shorten the prompt"));
@@ -133,7 +135,8 @@ absl::StatusOr<engine::Prompt> ResolvePrompt(const PromptInput& input,
                                PromptFromText(*input.text, bundle, model_name,
                                               input.add_special_tokens));
     ATTNSCOPE_RETURN_IF_ERROR(CheckTokenCount(static_cast<int64_t>(prompt.ids.size()), bundle,
-                                              model_name, max_prompt_tokens));
+                                              model_name, max_prompt_tokens,
+                                              input.limit_to_positions));
     return prompt;
   }
   if (input.chat != nullptr) {
@@ -150,8 +153,8 @@ absl::StatusOr<engine::Prompt> ResolvePrompt(const PromptInput& input,
     return absl::InvalidArgumentError("ids: no token ids given; give at least one");
   }
   // Count before building anything, so a huge id list costs nothing.
-  ATTNSCOPE_RETURN_IF_ERROR(
-      CheckTokenCount(input.ids->ids_size(), bundle, model_name, max_prompt_tokens));
+  ATTNSCOPE_RETURN_IF_ERROR(CheckTokenCount(input.ids->ids_size(), bundle, model_name,
+                                            max_prompt_tokens, input.limit_to_positions));
   std::vector<int64_t> ids(input.ids->ids().begin(), input.ids->ids().end());
   auto prompt = engine::PromptFromIds(bundle, std::move(ids));
   if (!prompt.ok()) return Prefixed(prompt.status(), "ids: ");
@@ -251,6 +254,20 @@ engine::GenerationSettings GenerationSettingsOf(const v1::GenerateRequest& r) {
   s.layer_sink_scores = r.layer_sink_scores();
   s.stop_at_eos = !r.has_stop_at_eos() || r.stop_at_eos();
   return s;
+}
+
+absl::Status ApplyCachePolicy(const v1::GenerateRequest& r, engine::GenerationSettings& s) {
+  if (!r.cache_policy().empty()) {
+    absl::StatusOr<engine::EvictionPolicy> p = engine::ParseEvictionPolicy(r.cache_policy());
+    if (!p.ok()) return Prefixed(p.status(), "cache_policy: ");
+    s.cache_policy = *p;
+  }
+  if (!r.cache_positions().empty()) {
+    absl::StatusOr<model::CachePositions> p = engine::ParseCachePositions(r.cache_positions());
+    if (!p.ok()) return Prefixed(p.status(), "cache_");
+    s.cache_positions = *p;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace attnscope::rpc

@@ -22,6 +22,9 @@ struct PromptInput {
   const attnscope::v1::TokenIds* ids = nullptr;     // set for id prompts
   const attnscope::v1::Conversation* chat = nullptr;  // set for conversations
   bool add_special_tokens = true;                   // text prompts
+  // False: the prompt may be longer than the model's positions (a text read
+  // through a bounded KV cache); the server's max_prompt_tokens still holds.
+  bool limit_to_positions = true;
 };
 
 template <typename Request>
@@ -97,5 +100,11 @@ absl::StatusOr<model::Precision> PrecisionOf(const std::string& value, const std
 // The generation settings of a request (num_alternatives unset: 5,
 // stop_at_eos unset: true). Range checks are engine::ValidateGenerationSettings'.
 engine::GenerationSettings GenerationSettingsOf(const attnscope::v1::GenerateRequest& request);
+
+// cache_policy and cache_positions of a Generate request into `settings`:
+// InvalidArgument naming the field for a malformed policy or positions value
+// (the model-dependent checks are engine::ValidateGenerationSettings').
+absl::Status ApplyCachePolicy(const attnscope::v1::GenerateRequest& request,
+                              engine::GenerationSettings& settings);
 
 }  // namespace attnscope::rpc

@@ -41,9 +41,10 @@ and server reflection) and Prometheus metrics over HTTP.
                             1024; 0: only the model's positions)
   --max-attention-bytes N   most raw attention bytes one Analyze may ask for
                             (default 268435456; 0: no limit)
-  --max-streams-per-client N  Analyze, Generate and Subscribe calls one client
-                            host may have open at once (default 32; 0: no
-                            limit); behind a proxy, the proxy is one client
+  --max-streams-per-client N  Analyze, Generate, EvaluateEviction and Subscribe
+                            calls one client host may have open at once
+                            (default 32; 0: no limit); behind a proxy, the
+                            proxy is one client
   --max-subscribers N       Subscribe streams at once (default 64)
   --tensor-chunk-bytes N    attention bytes per TensorChunk (default and
                             maximum 1048576)

@@ -2,6 +2,7 @@
 // back from prometheus-cpp's text exposition.
 #include "service/metrics/service_metrics.h"
 
+#include <cmath>
 #include <map>
 #include <string>
 #include <thread>
@@ -163,7 +164,7 @@ TEST(ServiceMetricsTest, ModelInfoKeepsOneSeriesPerModel) {
 
 TEST(ServiceMetricsTest, EveryFamilyIsNamedAndDocumented) {
   ServiceMetrics metrics;
-  ASSERT_EQ(metrics.families().size(), 25u);
+  ASSERT_EQ(metrics.families().size(), 27u);
   for (const ServiceMetrics::FamilyInfo& family : metrics.families()) {
     // The process families keep the names every client library uses.
     EXPECT_TRUE(family.name.rfind("attnscope_", 0) == 0 || family.name.rfind("process_", 0) == 0)
@@ -193,6 +194,7 @@ TEST(ServiceMetricsTest, FamiliesMatchWhatTheRegistryExposes) {
   metrics.RecordAnalysis("m", 9, 0, 0.5, 10);
   metrics.RecordNextTokenEntropy("m", 0.5);
   metrics.SetModelInfo("m", "gpt2", 1, 1, 8, 10, 16);
+  metrics.RecordEvictionRun("m", "sinks", 10, 12.5);
   const char* kTypes[] = {"counter", "gauge", "summary", "untyped", "histogram"};
   for (const prometheus::MetricFamily& family : metrics.Collector()()) {
     exposed[family.name] = kTypes[static_cast<int>(family.type)];
@@ -264,6 +266,34 @@ TEST(ServiceMetricsTest, ConcurrentRecordsAreAllCounted) {
       << text;
   EXPECT_TRUE(HasLine(
       text, R"(attnscope_requests_total{code="OK",model="m",origin="user",rpc="Generate"} 5000)"));
+}
+
+}  // namespace
+}  // namespace attnscope::metrics
+
+namespace attnscope::metrics {
+namespace {
+
+using testing::Exposition;
+using testing::HasLine;
+
+TEST(ServiceMetricsTest, EvictionRunsCountStepsAndObserveFinitePerplexity) {
+  ServiceMetrics metrics;
+  metrics.RecordEvictionRun("llama", "sinks", 511, 13.5);
+  metrics.RecordEvictionRun("llama", "sinks", 100, std::nan(""));
+  metrics.RecordEvictionRun("llama", "window", 0, 600.0);
+  const std::string text = Exposition(metrics);
+  EXPECT_TRUE(HasLine(text, R"(attnscope_eviction_steps_total{model="llama",policy="sinks"} 611)"))
+      << text;
+  EXPECT_TRUE(HasLine(text, R"(attnscope_eviction_perplexity_count{model="llama",policy="sinks"} 1)"))
+      << text;
+  EXPECT_TRUE(HasLine(text, R"(attnscope_eviction_perplexity_sum{model="llama",policy="sinks"} 13.5)"))
+      << text;
+  EXPECT_TRUE(HasLine(
+      text, R"(attnscope_eviction_perplexity_bucket{model="llama",policy="window",le="1000"} 1)"))
+      << text;
+  EXPECT_EQ(text.find(R"(attnscope_eviction_steps_total{model="llama",policy="window"})"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -78,6 +78,16 @@ TEST_F(RpcSecurityTest, MaxStreamsPerClientRefusesTheOneTooMany) {
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(refused.error_message(), HasSubstr("client ipv4:127.0.0.1 already has 1 streams"));
   EXPECT_THAT(refused.error_message(), HasSubstr("--max-streams-per-client 1"));
+  {  // EvaluateEviction holds a stream like Analyze and Generate.
+    v1::EvaluateEvictionRequest eviction;
+    eviction.set_text("One too many");
+    eviction.add_policies("window:4");
+    grpc::ClientContext context;
+    auto reader = stub_->EvaluateEviction(&context, eviction);
+    v1::EvaluateEvictionEvent event;
+    EXPECT_FALSE(reader->Read(&event));
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  }
   // Another connection from the same host counts too; unary calls do not.
   EXPECT_EQ(RunAnalyze(*NewStub(server_->address()), TextRequest("Other channel")).status.error_code(),
             grpc::StatusCode::RESOURCE_EXHAUSTED);

@@ -163,6 +163,28 @@ TEST_F(RpcSecurityTest, TokenizeScanHeadsAndAblateNeedTheToken) {
   EXPECT_NE(served[2], grpc::StatusCode::UNAUTHENTICATED);
 }
 
+// EvaluateEviction is gated like Analyze and Generate: the token first,
+// then the client's open streams.
+TEST_F(RpcSecurityTest, EvaluateEvictionNeedsTheToken) {
+  StartSecureServer({"--auth-token-file", TokenFile()});
+  const auto code = [](v1::Analyzer::Stub& stub) {
+    v1::EvaluateEvictionRequest request;
+    request.set_text("Hello world, hello world");
+    request.add_policies("window:4");
+    grpc::ClientContext context;
+    auto reader = stub.EvaluateEviction(&context, request);
+    v1::EvaluateEvictionEvent event;
+    while (reader->Read(&event)) {
+    }
+    return reader->Finish().error_code();
+  };
+  rpc::ClientSecurity none;
+  EXPECT_EQ(code(*SecureStub(none)), grpc::StatusCode::UNAUTHENTICATED);
+  rpc::ClientSecurity right;
+  right.token = kToken;
+  EXPECT_EQ(code(*SecureStub(right)), grpc::StatusCode::OK);
+}
+
 TEST_F(RpcSecurityTest, UnauthenticatedRequestsNeverReachTheFeed) {
   StartSecureServer({"--auth-token-file", TokenFile()});
   rpc::ClientSecurity right;
