@@ -326,7 +326,7 @@ TEST_F(RpcTest, ReflectionListsAndDescribesTheAnalyzerService) {
     std::vector<std::string> methods;
     for (const auto& m : file.service(0).method()) methods.push_back(m.name());
     EXPECT_THAT(methods, ElementsAre("ListModels", "Analyze", "Generate", "Subscribe",
-                                      "Tokenize", "ScanHeads", "Ablate"));
+                                      "EvaluateEviction", "Tokenize", "ScanHeads", "Ablate"));
     found = true;
   }
   EXPECT_TRUE(found);
