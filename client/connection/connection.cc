@@ -17,6 +17,7 @@ void registerProtoMetaTypes() {
   qRegisterMetaType<v1::FeedEvent>();
   qRegisterMetaType<v1::AnalyzeEvent>();
   qRegisterMetaType<v1::GenerateEvent>();
+  qRegisterMetaType<v1::EvaluateEvictionEvent>();
   qRegisterMetaType<v1::ListModelsResponse>();
   qRegisterMetaType<Connection::State>();
 }
@@ -162,6 +163,23 @@ void Connection::generate(quint64 tag, const v1::GenerateRequest& request) {
                     [&](const v1::GenerateEvent& e) { Q_EMIT generateEvent(tag, e); });
     requests->end(tag, context.get());
     Q_EMIT generateFinished(tag, status.ok(), status.ok() ? QString() : describeStatus(status));
+  });
+}
+
+void Connection::evaluateEviction(quint64 tag, const v1::EvaluateEvictionRequest& request) {
+  const std::shared_ptr<AnalyzerStub> stub = m_requests->currentStub();
+  if (!stub) {
+    Q_EMIT evictionFinished(tag, false, QStringLiteral("not connected to a server"));
+    return;
+  }
+  const auto context = m_requests->start(tag, m_options.callTimeoutMs);
+  const std::shared_ptr<Requests> requests = m_requests;
+  m_pool->start([this, requests, stub, context, tag, request] {
+    const grpc::Status status = runEvaluateEviction(
+        *stub, context.get(), request,
+        [&](const v1::EvaluateEvictionEvent& e) { Q_EMIT evictionEvent(tag, e); });
+    requests->end(tag, context.get());
+    Q_EMIT evictionFinished(tag, status.ok(), status.ok() ? QString() : describeStatus(status));
   });
 }
 

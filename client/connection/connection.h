@@ -1,7 +1,8 @@
 // The dashboard's link to attnscope: one server or several replicas behind a
 // gRPC target. The live feed merges one Subscribe stream per replica, each
-// kept alive across that replica's restarts; the Analyze/Generate requests
-// the user makes go to the whole target through gRPC's round_robin policy.
+// kept alive across that replica's restarts; the Analyze, Generate and
+// EvaluateEviction requests the user makes go to the whole target through
+// gRPC's round_robin policy.
 // Everything that can block runs off the GUI thread; results arrive as
 // signals.
 #pragma once
@@ -45,7 +46,7 @@ struct ConnectionOptions {
   int initialBackoffMs = 250;  // first reconnect delay, doubled per failure
   int maxBackoffMs = 8000;     // cap on that delay
   int probeTimeoutMs = 3000;   // how long one attempt waits for the server
-  int callTimeoutMs = 120000;  // deadline of an Analyze or Generate call
+  int callTimeoutMs = 120000;  // deadline of an Analyze, Generate or EvaluateEviction call
   // Looks up dns: targets (empty: resolveTarget, i.e. getaddrinfo). Runs on
   // a pool thread. Tests give one whose answers change, as a scaled
   // Deployment's DNS does.
@@ -101,6 +102,7 @@ class Connection : public QObject {
   // failure.
   void analyze(quint64 tag, const attnscope::v1::AnalyzeRequest& request);
   void generate(quint64 tag, const attnscope::v1::GenerateRequest& request);
+  void evaluateEviction(quint64 tag, const attnscope::v1::EvaluateEvictionRequest& request);
   // Cancels the call; it ends with CANCELLED.
   void cancel(quint64 tag);
   // Cancels everything and waits; call before stopping the worker thread.
@@ -130,6 +132,8 @@ class Connection : public QObject {
   void analyzeFinished(quint64 tag, bool ok, const QString& error);
   void generateEvent(quint64 tag, const attnscope::v1::GenerateEvent& event);
   void generateFinished(quint64 tag, bool ok, const QString& error);
+  void evictionEvent(quint64 tag, const attnscope::v1::EvaluateEvictionEvent& event);
+  void evictionFinished(quint64 tag, bool ok, const QString& error);
 
  private:
   struct Requests;  // the round_robin stub and every live call's context

@@ -9,6 +9,7 @@
 Q_DECLARE_METATYPE(attnscope::v1::FeedEvent)
 Q_DECLARE_METATYPE(attnscope::v1::AnalyzeEvent)
 Q_DECLARE_METATYPE(attnscope::v1::GenerateEvent)
+Q_DECLARE_METATYPE(attnscope::v1::EvaluateEvictionEvent)
 Q_DECLARE_METATYPE(attnscope::v1::ListModelsResponse)
 
 namespace attnscope::dashboard {

@@ -119,6 +119,12 @@ grpc::Status runGenerate(AnalyzerStub& stub, grpc::ClientContext* context,
   return drain<v1::GenerateEvent>(stub.Generate(context, request), onEvent);
 }
 
+grpc::Status runEvaluateEviction(
+    AnalyzerStub& stub, grpc::ClientContext* context, const v1::EvaluateEvictionRequest& request,
+    const std::function<void(const v1::EvaluateEvictionEvent&)>& onEvent) {
+  return drain<v1::EvaluateEvictionEvent>(stub.EvaluateEviction(context, request), onEvent);
+}
+
 grpc::Status runSubscribe(AnalyzerStub& stub, grpc::ClientContext* context,
                           const v1::SubscribeRequest& request,
                           const std::function<void()>& onStarted,

@@ -50,6 +50,10 @@ grpc::Status runAnalyze(AnalyzerStub& stub, grpc::ClientContext* context,
 grpc::Status runGenerate(AnalyzerStub& stub, grpc::ClientContext* context,
                          const attnscope::v1::GenerateRequest& request,
                          const std::function<void(const attnscope::v1::GenerateEvent&)>& onEvent);
+grpc::Status runEvaluateEviction(
+    AnalyzerStub& stub, grpc::ClientContext* context,
+    const attnscope::v1::EvaluateEvictionRequest& request,
+    const std::function<void(const attnscope::v1::EvaluateEvictionEvent&)>& onEvent);
 // onStarted runs once the server has acknowledged the subscription (sent its
 // initial metadata), before the first event.
 grpc::Status runSubscribe(AnalyzerStub& stub, grpc::ClientContext* context,

@@ -69,7 +69,8 @@ void copyFinished(const v1::RequestFinished& f, FeedRow* row) {
     row->health = f.health();
     row->sinkCount = f.sink_count();
   }
-  row->maxEntropy = f.max_entropy();
+  // An eviction run computes no next-token entropy.
+  row->maxEntropy = row->isEviction() ? qQNaN() : f.max_entropy();
   row->entropyNormalized =
       QVector<double>(f.entropy_normalized().begin(), f.entropy_normalized().end());
   row->durationSeconds = f.duration_seconds();
@@ -78,6 +79,31 @@ void copyFinished(const v1::RequestFinished& f, FeedRow* row) {
       f.has_tokens() && f.has_summary()) {
     row->detail = std::make_shared<const v1::RequestFinished>(f);
   }
+  if (f.eviction_policies_size() > 0) {
+    row->evictionPolicies.clear();
+    for (const std::string& policy : f.eviction_policies())
+      row->evictionPolicies << QString::fromStdString(policy);
+  }
+  row->evictionPositions = QString::fromStdString(f.eviction_positions());
+  row->evictionPerplexity.clear();
+  for (const v1::EvictionPolicyResult& result : f.eviction().results())
+    row->evictionPerplexity << result.perplexity();
+  if (row->isEviction() && row->state == FeedRow::State::Finished &&
+      f.eviction().results_size() > 0) {
+    row->detail = std::make_shared<const v1::RequestFinished>(f);
+  }
+}
+
+// "full 5.21, window:32 9.80" once finished, "full, window:32" before.
+QString evictionLine(const FeedRow& row) {
+  QStringList parts;
+  for (int i = 0; i < row.evictionPolicies.size(); ++i) {
+    parts << (i < row.evictionPerplexity.size()
+                  ? QStringLiteral("%1 %2").arg(row.evictionPolicies[i]).arg(
+                        row.evictionPerplexity[i], 0, 'f', 2)
+                  : row.evictionPolicies[i]);
+  }
+  return parts.join(QStringLiteral(", "));
 }
 
 bool fromDashboard(const v1::FeedEvent& event) {
@@ -154,6 +180,8 @@ bool FeedModel::applyStarted(const QString& replica, const v1::FeedEvent& event,
   row.promptTokens = s.prompt_tokens();
   row.promptIds = QVector<qint64>(s.prompt_ids().begin(), s.prompt_ids().end());
   if (s.has_options()) row.options = s.options();
+  for (const std::string& policy : s.eviction_policies())
+    row.evictionPolicies << QString::fromStdString(policy);
   insertRow(std::move(row));
   return true;
 }
@@ -341,6 +369,11 @@ QVariant FeedModel::displayData(const FeedRow& row, int column) const {
       if (row.promptPreview.isEmpty() && row.state == FeedRow::State::Failed) {
         return QStringLiteral("(%1) %2").arg(row.status, row.errorMessage);
       }
+      // An eviction run leads with its policies (and their perplexities).
+      if (row.isEviction() && !row.evictionPolicies.isEmpty()) {
+        return QStringLiteral("[%1] %2").arg(evictionLine(row),
+                                             promptPreviewLine(row.promptPreview));
+      }
       return promptPreviewLine(row.promptPreview);
     case Tokens:
       return row.rpc == QLatin1String("Generate")
@@ -392,6 +425,13 @@ QVariant FeedModel::backgroundData(const FeedRow& row, int column) const {
 QVariant FeedModel::toolTipData(const FeedRow& row) const {
   QString tip = QStringLiteral("%1 #%2 on %3").arg(row.rpc).arg(row.requestId).arg(row.model);
   if (!row.replica.isEmpty()) tip += QStringLiteral(", replica %1").arg(row.replica);
+  if (row.isEviction() && !row.evictionPolicies.isEmpty()) {
+    tip += row.evictionPerplexity.isEmpty() ? QStringLiteral("\npolicies: ")
+                                            : QStringLiteral("\nperplexity: ");
+    tip += evictionLine(row);
+    if (!row.evictionPositions.isEmpty())
+      tip += QStringLiteral(" (%1 positions)").arg(row.evictionPositions);
+  }
   tip += QStringLiteral("\n") + row.promptPreview;
   if (!row.errorMessage.isEmpty())
     tip += QStringLiteral("\n%1: %2").arg(row.status, row.errorMessage);
@@ -406,9 +446,10 @@ QVariant FeedModel::headerData(int section, Qt::Orientation orientation, int rol
   static const char* const kTips[ColumnCount] = {
       "When the request started",
       "The replica that served it (its address behind the target)",
-      "Analyze or Generate",
+      "Analyze, Generate or EvaluateEviction",
       "The model that served it",
-      "The first 80 characters of the prompt",
+      "The first 80 characters of the prompt (EvaluateEviction: after its policies "
+      "and their perplexities)",
       "Prompt tokens (+ generated tokens)",
       "Context health, 0..10: green >= 7, amber >= 4, red below",
       "Anomalous sinks: non-structural tokens with z above the threshold",

@@ -32,7 +32,7 @@ struct FeedRow {
   quint64 requestId = 0;  // the replica's own id (ids restart with a replica)
   QString replica;        // which replica served it: its address ("" if unknown)
   QDateTime time;  // when the request started (or finished, if unseen)
-  QString rpc;     // "Analyze" or "Generate"
+  QString rpc;     // "Analyze", "Generate" or "EvaluateEviction"
   QString model;
   QString promptPreview;  // the server's first 80 characters of the prompt
   int promptTokens = 0;
@@ -49,13 +49,24 @@ struct FeedRow {
   double durationSeconds = qQNaN();
   // Analyze: the options the client sent (threshold, template, ...).
   attnscope::v1::AnalyzeOptions options;
+  // EvaluateEviction: its policies, positions ("cache"/"original", once
+  // finished) and, on success, each policy's final perplexity (in order).
+  QStringList evictionPolicies;
+  QString evictionPositions;
+  QVector<double> evictionPerplexity;
   // Analyze that finished: the tokens, every layer's statistics and the
-  // summary as the feed carried them (nullptr otherwise), so a dashboard
-  // shows the request without analyzing it again.
+  // summary as the feed carried them; EvaluateEviction that finished: every
+  // policy's result (nullptr otherwise), so a dashboard shows the request
+  // without running it again.
   std::shared_ptr<const attnscope::v1::RequestFinished> detail;
 
+  bool isEviction() const { return rpc == QLatin1String("EvaluateEviction"); }
   // True when `detail` holds a complete analysis (tokens and summary).
   bool hasDetail() const { return detail && detail->has_tokens() && detail->has_summary(); }
+  // True when `detail` holds a finished eviction run (EvictionRun::fromFinished).
+  bool hasEvictionRun() const {
+    return isEviction() && detail && detail->eviction().results_size() > 0;
+  }
 };
 
 // Rows of FeedRow, newest first, at most maxRows() (the oldest fall off),

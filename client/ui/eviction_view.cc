@@ -1,6 +1,7 @@
 #include "client/ui/eviction_view.h"
 
 #include <QLegend>
+#include <QLegendMarker>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QPainter>
@@ -64,6 +65,7 @@ void KeptPositionsView::paintEvent(QPaintEvent*) {
 
 EvictionView::EvictionView(QWidget* parent)
     : QWidget(parent),
+      m_note(new QLabel(this)),
       m_chart(new QChartView(this)),
       m_policyBox(new QComboBox(this)),
       m_summary(new QLabel(this)),
@@ -73,10 +75,23 @@ EvictionView::EvictionView(QWidget* parent)
   m_chart->chart()->setTitle(tr("Running perplexity per KV-cache policy"));
   m_chart->chart()->legend()->setAlignment(Qt::AlignTop);
   m_chart->setMinimumHeight(240);
+  m_x = new QValueAxis(m_chart->chart());
+  m_x->setTitleText(tr("step"));
+  m_x->setLabelFormat(QStringLiteral("%d"));
+  m_y = new QLogValueAxis(m_chart->chart());
+  m_y->setTitleText(tr("perplexity"));
+  m_y->setLabelFormat(QStringLiteral("%g"));
+  m_chart->chart()->addAxis(m_x, Qt::AlignBottom);
+  m_chart->chart()->addAxis(m_y, Qt::AlignLeft);
   m_policyBox->setObjectName(QStringLiteral("evictionPolicyBox"));
   m_summary->setObjectName(QStringLiteral("evictionSummary"));
   m_summary->setWordWrap(true);
+  m_note->setObjectName(QStringLiteral("evictionNote"));
+  m_note->setWordWrap(true);
+  m_note->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  m_note->setVisible(false);
   auto* layout = new QVBoxLayout(this);
+  layout->addWidget(m_note);
   layout->addWidget(m_chart, 3);
   layout->addWidget(m_summary);
   layout->addWidget(m_policyBox);
@@ -84,50 +99,62 @@ EvictionView::EvictionView(QWidget* parent)
   connect(m_policyBox, &QComboBox::currentIndexChanged, this, &EvictionView::showKept);
 }
 
+void EvictionView::setNote(const QString& note, bool isError) {
+  m_note->setText(note);
+  m_note->setStyleSheet(isError ? QStringLiteral("color: #c62828;")
+                                : QStringLiteral("color: #555;"));
+  m_note->setVisible(!note.isEmpty());
+}
+
+QString EvictionView::note() const { return m_note->text(); }
+
 int EvictionView::curvePoints(int index) const {
   return index >= 0 && index < m_points.size() ? m_points[index] : 0;
 }
 
 void EvictionView::setRun(const EvictionRun& run) {
   m_run = run;
+  // Axes and series are made once and then only refilled: a chart that
+  // re-creates them while shown (each redraw of a live run) loses its axes
+  // and its legend's markers (Qt 6.4). A run of other policies starts over.
   QChart* chart = m_chart->chart();
-  chart->removeAllSeries();
-  for (QAbstractAxis* axis : chart->axes()) {
-    chart->removeAxis(axis);
-    delete axis;
+  bool samePolicies = m_series.size() <= run.policies().size();
+  for (int i = 0; samePolicies && i < m_series.size(); ++i)
+    samePolicies = m_series[i]->name() == run.policies()[i].name;
+  if (!samePolicies) {
+    chart->removeAllSeries();
+    m_series.clear();
   }
-  auto* x = new QValueAxis;
-  x->setTitleText(tr("step"));
-  x->setLabelFormat(QStringLiteral("%d"));
-  x->setRange(0, qMax(1, run.stepsTotal()));
-  auto* y = new QLogValueAxis;
-  y->setTitleText(tr("perplexity"));
-  y->setLabelFormat(QStringLiteral("%g"));
-  chart->addAxis(x, Qt::AlignBottom);
-  chart->addAxis(y, Qt::AlignLeft);
+  m_x->setRange(0, qMax(1, run.stepsTotal()));
   m_points.clear();
   double low = 1e300, high = 1;
   QStringList summary;
   for (int i = 0; i < run.policies().size(); ++i) {
     const EvictionRun::Policy& p = run.policies()[i];
-    auto* series = new QLineSeries;
-    series->setName(p.name);
-    QPen pen(kPolicyColors[i % 6]);
-    pen.setWidthF(2.0);
-    series->setPen(pen);
+    if (i == m_series.size()) {
+      auto* series = new QLineSeries;
+      series->setName(p.name);
+      QPen pen(kPolicyColors[i % 6]);
+      pen.setWidthF(2.0);
+      series->setPen(pen);
+      chart->addSeries(series);
+      series->attachAxis(m_x);
+      series->attachAxis(m_y);
+      m_series << series;
+    }
+    QList<QPointF> points;
+    points.reserve(p.curve.size());
     for (const QPointF& point : p.curve) {
       if (!(point.y() > 0) || !std::isfinite(point.y())) continue;
-      series->append(point);
+      points << point;
       low = qMin(low, point.y());
       high = qMax(high, point.y());
     }
-    m_points << series->count();
-    chart->addSeries(series);
-    series->attachAxis(x);
-    series->attachAxis(y);
+    m_series[i]->replace(points);
+    m_points << m_series[i]->count();
     if (p.done) summary << QStringLiteral("%1 %2").arg(p.name).arg(p.perplexity, 0, 'f', 2);
   }
-  y->setRange(low < 1e300 ? qMax(1.0, low * 0.8) : 1.0, high * 1.25);
+  m_y->setRange(low < 1e300 ? qMax(1.0, low * 0.8) : 1.0, high * 1.25);
   m_summary->setText(summary.isEmpty() ? tr("running...")
                                        : tr("final perplexity: ") + summary.join(QStringLiteral(", ")));
   const QString current = m_policyBox->currentText();

@@ -12,6 +12,10 @@
 
 #include "client/models/eviction_run.h"
 
+class QLineSeries;
+class QLogValueAxis;
+class QValueAxis;
+
 namespace attnscope::dashboard {
 
 // Paints one policy's kept positions as an image, one column per step.
@@ -41,6 +45,11 @@ class EvictionView : public QWidget {
 
   // Redraws from `run` (call after each batch of events).
   void setRun(const EvictionRun& run);
+  const EvictionRun& run() const { return m_run; }
+  // A line above the chart (what is shown, why nothing is), red when an
+  // error; empty hides it.
+  void setNote(const QString& note, bool isError = false);
+  QString note() const;
   // Points drawn for policy `index`, for tests.
   int curvePoints(int index) const;
   KeptPositionsView* keptView() const { return m_kept; }
@@ -49,7 +58,11 @@ class EvictionView : public QWidget {
   void showKept(int comboIndex);
 
   EvictionRun m_run;
+  QLabel* m_note;
   QChartView* m_chart;
+  QValueAxis* m_x;
+  QLogValueAxis* m_y;
+  QVector<QLineSeries*> m_series;  // one per policy, in order (owned by the chart)
   QComboBox* m_policyBox;
   QLabel* m_summary;
   KeptPositionsView* m_kept;

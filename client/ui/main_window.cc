@@ -5,9 +5,12 @@
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QTabWidget>
+#include <QTimer>
 #include <QVBoxLayout>
 
 #include "client/ui/connection_indicator.h"
+#include "client/ui/eviction_view.h"
 #include "client/ui/feed_panel.h"
 #include "client/ui/prompt_view.h"
 #include "client/ui/trend_chart.h"
@@ -121,6 +124,21 @@ void MainWindow::buildLayout() {
   m_sendPanel = new SendPanel;
   m_promptView = new PromptView;
   m_promptView->setAnalysis(m_analysis);
+  m_evictionView = new EvictionView;
+  // The right-hand side shows a prompt's analysis or an eviction run; the
+  // tab follows what was sent or picked, and either can be looked at.
+  m_detailTabs = new QTabWidget;
+  m_detailTabs->setObjectName(QStringLiteral("detailTabs"));
+  m_detailTabs->setDocumentMode(true);
+  m_detailTabs->addTab(m_promptView, tr("Prompt"));
+  m_detailTabs->addTab(m_evictionView, tr("Eviction run"));
+  m_evictionRedraw = new QTimer(this);
+  m_evictionRedraw->setSingleShot(true);
+  m_evictionRedraw->setInterval(100);
+  connect(m_evictionRedraw, &QTimer::timeout, this, [this] {
+    redrawEviction();
+    if (m_evictionTag != 0) m_sendPanel->setStatus(evictionProgressText());
+  });
   m_trendChart = new TrendChart;
   m_leftSplitter = new QSplitter(Qt::Vertical);
   m_leftSplitter->setObjectName(QStringLiteral("leftSplitter"));
@@ -133,7 +151,7 @@ void MainWindow::buildLayout() {
   m_mainSplitter = new QSplitter(Qt::Horizontal);
   m_mainSplitter->setObjectName(QStringLiteral("mainSplitter"));
   m_mainSplitter->addWidget(m_leftSplitter);
-  m_mainSplitter->addWidget(m_promptView);
+  m_mainSplitter->addWidget(m_detailTabs);
   m_mainSplitter->setStretchFactor(0, 2);
   m_mainSplitter->setStretchFactor(1, 3);
   setCentralWidget(m_mainSplitter);
@@ -165,6 +183,8 @@ void MainWindow::wireConnection() {
   connect(m_connection, &Connection::analyzeFinished, this, &MainWindow::onAnalyzeFinished);
   connect(m_connection, &Connection::generateEvent, this, &MainWindow::onGenerateEvent);
   connect(m_connection, &Connection::generateFinished, this, &MainWindow::onGenerateFinished);
+  connect(m_connection, &Connection::evictionEvent, this, &MainWindow::onEvictionEvent);
+  connect(m_connection, &Connection::evictionFinished, this, &MainWindow::onEvictionFinished);
 }
 
 void MainWindow::setServerAddress(const QString& address) {
@@ -233,6 +253,11 @@ QString MainWindow::fullPromptFor(const FeedRow& row) const {
 }
 
 void MainWindow::onRequestSelected(const FeedRow& row) {
+  if (row.isEviction()) {
+    showEvictionRow(row);
+    return;
+  }
+  showPromptTab();
   m_generateTag = 0;
   m_generation.clear();
   m_feedTokens = row.rpc == QLatin1String("Generate") ? row.tokens : QVector<FeedToken>();
@@ -281,6 +306,11 @@ void MainWindow::onFeedRequestFinished(int index) {
 }
 
 void MainWindow::onSend(const SendRequest& request) {
+  if (request.evaluateEviction) {
+    evaluateEviction(request.text, request.model, request.policies, request.positions,
+                     request.ids);
+    return;
+  }
   if (request.generate) {
     generateFromPrompt(request.text, request.model, request.maxNewTokens, request.ids,
                        request.chat);
@@ -292,6 +322,7 @@ void MainWindow::onSend(const SendRequest& request) {
 }
 
 void MainWindow::analyzeChat(const ChatInput& chat, const QString& model) {
+  showPromptTab();
   m_generateTag = 0;
   m_generation.clear();
   m_feedTokens.clear();
@@ -303,6 +334,7 @@ void MainWindow::analyzeChat(const ChatInput& chat, const QString& model) {
 
 void MainWindow::analyzePrompt(const QString& text, const QString& model,
                                const QVector<qint64>& ids) {
+  showPromptTab();
   m_generateTag = 0;
   m_generation.clear();
   m_feedTokens.clear();
@@ -315,6 +347,7 @@ void MainWindow::analyzePrompt(const QString& text, const QString& model,
 
 void MainWindow::generateFromPrompt(const QString& text, const QString& model, int maxNewTokens,
                                     const QVector<qint64>& ids, const ChatInput& chat) {
+  showPromptTab();
   m_generation.clear();
   m_feedTokens.clear();
   m_waitingRequestId = 0;
@@ -345,6 +378,7 @@ void MainWindow::generateFromPrompt(const QString& text, const QString& model, i
 
 void MainWindow::reanalyze() {
   if (!m_analysis->hasTokens() && m_analysis->promptText().isEmpty()) return;
+  showPromptTab();
   const QString text = m_analysis->promptText();
   // A chat again as a chat: as ids it would lose its template's structure.
   const ChatInput chat = m_shownChat;

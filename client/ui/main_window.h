@@ -1,6 +1,7 @@
 // attnscope-dashboard's main window: the live feed and the send panel on the
-// left, the selected prompt's analysis on the right, the connection state in
-// the status bar.
+// left; on the right, in two tabs, the selected prompt's analysis or an
+// EvaluateEviction run (perplexity curves per policy, the cache's kept
+// positions); the connection state in the status bar.
 #pragma once
 
 #include <QHash>
@@ -9,6 +10,7 @@
 
 #include "client/connection/connection.h"
 #include "client/models/entropy_series.h"
+#include "client/models/eviction_run.h"
 #include "client/models/feed_model.h"
 #include "client/models/generation_trace.h"
 #include "client/models/prompt_analysis.h"
@@ -16,10 +18,13 @@
 #include "client/ui/send_panel.h"
 
 class QSplitter;
+class QTabWidget;
+class QTimer;
 
 namespace attnscope::dashboard {
 
 class ConnectionIndicator;
+class EvictionView;
 class FeedPanel;
 class PromptView;
 class TrendChart;
@@ -30,7 +35,9 @@ class TrendChart;
 // (tokens, layers, summary: no new analysis); the one head shown in the
 // heatmap is fetched on demand with the row's own options, marked as the
 // dashboard's own request (origin DASHBOARD), which the feed does not show
-// and the metrics count apart.
+// and the metrics count apart. Selecting a finished EvaluateEviction row
+// shows its run (EvictionRun::fromFinished) in the eviction tab; an eviction
+// run sent from the send panel is drawn there live as its events arrive.
 // Persists the server address, the TLS and token file paths (never the
 // token), window geometry and splitter states with QSettings (organization
 // "attnscope", application "dashboard").
@@ -69,6 +76,11 @@ class MainWindow : public QMainWindow {
   FeedPanel* feedPanel() const { return m_feedPanel; }
   SendPanel* sendPanel() const { return m_sendPanel; }
   PromptView* promptView() const { return m_promptView; }
+  // The right-hand side: the prompt view's tab and the eviction view's.
+  QTabWidget* detailTabs() const { return m_detailTabs; }
+  EvictionView* evictionView() const { return m_evictionView; }
+  // The eviction run shown (live, or picked from the feed).
+  const EvictionRun& evictionRun() const { return m_evictionRun; }
   TrendChart* trendChart() const { return m_trendChart; }
   const RequestTrends& trends() const { return m_trends; }
   // Attention fetches this window has started (one per head shown).
@@ -91,6 +103,12 @@ class MainWindow : public QMainWindow {
   // chat when given), and analyzes the prompt as the dashboard's own request.
   void generateFromPrompt(const QString& text, const QString& model, int maxNewTokens,
                           const QVector<qint64>& ids = {}, const ChatInput& chat = {});
+  // Runs EvaluateEviction (a user request) on the text, or the token ids
+  // when given, under `policies` in order, with the cache's kept positions,
+  // and draws it live in the eviction tab. positions: "", "cache" or
+  // "original".
+  void evaluateEviction(const QString& text, const QString& model, const QStringList& policies,
+                        const QString& positions = QString(), const QVector<qint64>& ids = {});
   // F5: analyzes the shown prompt again.
   void reanalyze();
   void openSettings();
@@ -140,6 +158,17 @@ class MainWindow : public QMainWindow {
   QString fullPromptFor(const FeedRow& row) const;
   void shutdownConnection();
 
+  // main_window_eviction.cc: EvaluateEviction runs, live and from the feed.
+  void onEvictionEvent(quint64 tag, const attnscope::v1::EvaluateEvictionEvent& event);
+  void onEvictionFinished(quint64 tag, bool ok, const QString& error);
+  // Shows an EvaluateEviction feed row in the eviction tab.
+  void showEvictionRow(const FeedRow& row);
+  // Redraws the eviction view from m_evictionRun (throttled while live).
+  void redrawEviction();
+  QString evictionProgressText() const;
+  void showPromptTab();
+  void showEvictionTab();
+
   // main_window_actions.cc: menus, shortcuts, settings.
   void buildActions();
   void restoreSettings();
@@ -159,6 +188,8 @@ class MainWindow : public QMainWindow {
   FeedPanel* m_feedPanel = nullptr;
   SendPanel* m_sendPanel = nullptr;
   PromptView* m_promptView = nullptr;
+  EvictionView* m_evictionView = nullptr;
+  QTabWidget* m_detailTabs = nullptr;
   ConnectionIndicator* m_indicator = nullptr;
   TrendChart* m_trendChart = nullptr;
   RequestTrends m_trends;
@@ -175,6 +206,16 @@ class MainWindow : public QMainWindow {
   bool m_analyzeIsUsers = false;  // m_analyzeTag is a send from the send panel
   quint64 m_generateTag = 0;
   quint64 m_attentionTag = 0;
+  // The user's last EvaluateEviction send (0: none running) and whether the
+  // eviction view shows it (false once another row is picked; it runs on).
+  quint64 m_evictionTag = 0;
+  bool m_evictionLive = false;
+  EvictionRun m_liveEviction;        // the send's events so far
+  QStringList m_evictionPolicies;    // what it asked for, to know its feed row
+  QVector<qint64> m_evictionIds;     // its tokens (from its first event)
+  QString m_evictionModel;
+  EvictionRun m_evictionRun;         // the run shown
+  QTimer* m_evictionRedraw = nullptr;  // single shot: batches live redraws
   QPair<int, int> m_attentionHead{-1, -1};
   int m_attentionFetches = 0;
   // The prompt shown: its exact token ids, model and options, for fetches.

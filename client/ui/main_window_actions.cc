@@ -25,7 +25,7 @@ struct Shortcut {
 
 // Shown by Help > Keyboard shortcuts; the actions below use the same keys.
 constexpr Shortcut kShortcuts[] = {
-    {"Ctrl+Return", "send the prompt (analyze or generate)"},
+    {"Ctrl+Return", "send the prompt (analyze, generate or evaluate eviction)"},
     {"Ctrl+L", "focus the feed filter"},
     {"F5", "analyze the shown prompt again"},
     {"Ctrl+,", "settings (server address, feed length)"},

@@ -4,6 +4,8 @@
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
+#include <QRegularExpression>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRadioButton>
@@ -20,7 +22,10 @@ SendPanel::SendPanel(QWidget* parent)
       m_model(new QComboBox(this)),
       m_analyze(new QRadioButton(tr("&Analyze"), this)),
       m_generate(new QRadioButton(tr("&Generate"), this)),
+      m_evict(new QRadioButton(tr("&Evaluate eviction"), this)),
       m_budget(new QSpinBox(this)),
+      m_policies(new QLineEdit(QString::fromLatin1(kDefaultPolicies), this)),
+      m_positions(new QComboBox(this)),
       m_send(new QPushButton(tr("Send  (Ctrl+Return)"), this)),
       m_ids(new QCheckBox(tr("token &ids"), this)),
       m_chat(new QCheckBox(tr("c&hat"), this)),
@@ -31,6 +36,22 @@ SendPanel::SendPanel(QWidget* parent)
   m_model->setObjectName(QStringLiteral("sendModelCombo"));
   m_send->setObjectName(QStringLiteral("sendButton"));
   m_budget->setObjectName(QStringLiteral("budgetSpin"));
+  m_evict->setObjectName(QStringLiteral("evictionRadio"));
+  m_evict->setToolTip(
+      tr("Read the prompt one token at a time under each KV-cache eviction policy and "
+         "score every next token (EvaluateEviction); the run is drawn on the right"));
+  m_policies->setObjectName(QStringLiteral("evictionPoliciesEdit"));
+  m_policies->setToolTip(
+      tr("Policies, separated by commas or spaces: full, window:R, sinks:S+R, "
+         "detected:K+R, heavy:K+R (1 to 16)"));
+  m_positions->setObjectName(QStringLiteral("evictionPositionsCombo"));
+  m_positions->addItem(tr("model's positions"), QString());
+  m_positions->addItem(tr("cache positions"), QStringLiteral("cache"));
+  m_positions->addItem(tr("original positions"), QStringLiteral("original"));
+  m_positions->setToolTip(
+      tr("Positions the kept keys are scored at: renumbered within the cache, or their "
+         "original text positions (default: cache for rotary models, original for "
+         "learned absolute positions)"));
   m_ids->setObjectName(QStringLiteral("tokenIdsCheck"));
   m_ids->setToolTip(
       tr("The prompt box holds token ids separated by commas or spaces "
@@ -56,9 +77,10 @@ SendPanel::SendPanel(QWidget* parent)
   m_budget->setRange(1, 1024);
   m_budget->setValue(24);
   m_budget->setSuffix(tr(" tokens"));
-  m_budget->setEnabled(false);
   layOut();
-  connect(m_generate, &QRadioButton::toggled, m_budget, &QSpinBox::setEnabled);
+  updateModeWidgets();
+  for (QRadioButton* mode : {m_analyze, m_generate, m_evict})
+    connect(mode, &QRadioButton::toggled, this, &SendPanel::updateModeWidgets);
   connect(m_ids, &QCheckBox::toggled, this, [this](bool ids) {
     if (ids) m_chat->setChecked(false);
     updatePlaceholder();
@@ -82,10 +104,15 @@ void SendPanel::layOut() {
   options->addWidget(m_generationPrompt);
   options->addStretch(1);
   options->addWidget(m_send);
+  auto* eviction = new QHBoxLayout;
+  eviction->addWidget(m_evict);
+  eviction->addWidget(m_policies, 1);
+  eviction->addWidget(m_positions);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(m_prompt);
   layout->addLayout(options);
+  layout->addLayout(eviction);
   layout->addWidget(m_status);
 }
 
@@ -94,6 +121,29 @@ void SendPanel::setPromptText(const QString& text) { m_prompt->setPlainText(text
 void SendPanel::setGenerate(bool generate, int maxNewTokens) {
   (generate ? m_generate : m_analyze)->setChecked(true);
   if (maxNewTokens > 0) m_budget->setValue(maxNewTokens);
+}
+
+void SendPanel::setEvaluateEviction(bool evaluate) {
+  (evaluate ? m_evict : m_analyze)->setChecked(true);
+}
+
+bool SendPanel::isEvaluateEviction() const { return m_evict->isChecked(); }
+
+void SendPanel::setEvictionPolicies(const QString& policies) { m_policies->setText(policies); }
+
+void SendPanel::setEvictionPositions(const QString& positions) {
+  const int index = m_positions->findData(positions);
+  m_positions->setCurrentIndex(index >= 0 ? index : 0);
+}
+
+void SendPanel::updateModeWidgets() {
+  const bool evict = m_evict->isChecked();
+  m_budget->setEnabled(m_generate->isChecked());
+  m_policies->setEnabled(evict);
+  m_positions->setEnabled(evict);
+  // EvaluateEviction reads text or token ids, not a conversation.
+  if (evict) m_chat->setChecked(false);
+  m_chat->setEnabled(!evict);
 }
 
 void SendPanel::setTokenIds(bool ids) { m_ids->setChecked(ids); }
@@ -125,6 +175,19 @@ SendRequest SendPanel::currentRequest(QString* error) const {
   request.model = m_model->currentData().toString();
   request.generate = m_generate->isChecked();
   request.maxNewTokens = m_budget->value();
+  request.evaluateEviction = m_evict->isChecked();
+  if (request.evaluateEviction) {
+    static const QRegularExpression separators(QStringLiteral("[,\\s]+"));
+    request.policies = m_policies->text().split(separators, Qt::SkipEmptyParts);
+    request.positions = m_positions->currentData().toString();
+    if (request.policies.isEmpty()) {
+      if (error != nullptr) {
+        *error = tr("eviction: give at least one policy, e.g. %1")
+                     .arg(QString::fromLatin1(kDefaultPolicies));
+      }
+      return SendRequest();
+    }
+  }
   if (m_ids->isChecked()) {
     QString problem;
     if (!parseTokenIds(request.text, &request.ids, &problem, m_vocab.value(request.model, 0))) {
@@ -151,7 +214,9 @@ void SendPanel::send() {
     setStatus(error, true);
     return;
   }
-  setStatus(request.generate ? tr("sent: generating…") : tr("sent: analyzing…"));
+  setStatus(request.evaluateEviction ? tr("sent: evaluating eviction…")
+            : request.generate         ? tr("sent: generating…")
+                                       : tr("sent: analyzing…"));
   Q_EMIT sendRequested(request);
 }
 

@@ -1,6 +1,8 @@
-// Sending a prompt from the dashboard: analyze it, or generate from it with
-// a token budget. The prompt box holds text, token ids, or a chat
-// conversation (rendered with the model's chat template by the server).
+// Sending a prompt from the dashboard: analyze it, generate from it with a
+// token budget, or evaluate KV-cache eviction policies on it (the
+// StreamingLLM experiment: EvaluateEviction). The prompt box holds text,
+// token ids, or a chat conversation (rendered with the model's chat template
+// by the server; Analyze and Generate only).
 #pragma once
 
 #include <QMap>
@@ -14,6 +16,7 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
 class QRadioButton;
@@ -28,6 +31,12 @@ struct SendRequest {
   QString model;  // empty: the server's default
   bool generate = false;
   int maxNewTokens = 0;  // when generating
+  // EvaluateEviction instead (text or ids, never a chat): its policies in
+  // order ("full", "window:64", "sinks:4+60", ...; checked by the server)
+  // and positions ("cache", "original"; empty: the model's default).
+  bool evaluateEviction = false;
+  QStringList policies;
+  QString positions;
 };
 
 class SendPanel : public QWidget {
@@ -39,16 +48,25 @@ class SendPanel : public QWidget {
   QPlainTextEdit* promptEdit() const { return m_prompt; }
   void setPromptText(const QString& text);
   void setGenerate(bool generate, int maxNewTokens = 0);
+  // Evaluate eviction mode (off: Analyze). Its policies are typed separated
+  // by commas or spaces; positions: "", "cache" or "original".
+  void setEvaluateEviction(bool evaluate);
+  bool isEvaluateEviction() const;
+  void setEvictionPolicies(const QString& policies);
+  void setEvictionPositions(const QString& positions);
+  QLineEdit* policiesEdit() const { return m_policies; }
+  static constexpr const char* kDefaultPolicies = "full window:64 sinks:4+60 detected:4+60";
   // Whether the prompt box holds token ids ("464, 3797, 3332").
   void setTokenIds(bool ids);
   bool isTokenIds() const;
   // Whether the prompt box holds a conversation (see chat_input.h), and
   // whether it is sent ending with the assistant's header. Chat and token
-  // ids exclude each other.
+  // ids exclude each other; EvaluateEviction takes no chat.
   void setChat(bool chat, bool addGenerationPrompt = false);
   bool isChat() const;
   // The request the panel would send now (ids or the chat parsed in those
-  // modes; *error set and an empty request when they do not parse).
+  // modes, the policies split; *error set and an empty request when they do
+  // not parse or no policy is given).
   SendRequest currentRequest(QString* error = nullptr) const;
   // The line under the prompt: what the last send is doing, or why it failed.
   QString statusText() const;
@@ -68,12 +86,16 @@ class SendPanel : public QWidget {
  private:
   void layOut();
   void updatePlaceholder();
+  void updateModeWidgets();
 
   QPlainTextEdit* m_prompt;
   QComboBox* m_model;
   QRadioButton* m_analyze;
   QRadioButton* m_generate;
+  QRadioButton* m_evict;
   QSpinBox* m_budget;
+  QLineEdit* m_policies;
+  QComboBox* m_positions;
   QPushButton* m_send;
   QCheckBox* m_ids;
   QCheckBox* m_chat;

@@ -48,12 +48,13 @@ class ConnectionFixture : public QObject {
             [this](const QString& replica, Connection::State state, const QString&) {
               replicaStates[replica] = state;
             });
-    connect(m_connection, &Connection::analyzeFinished, this,
-            [this](quint64 tag, bool ok, const QString& error) {
-              finished << tag;
-              okays << ok;
-              errors << error;
-            });
+    const auto onFinished = [this](quint64 tag, bool ok, const QString& error) {
+      finished << tag;
+      okays << ok;
+      errors << error;
+    };
+    connect(m_connection, &Connection::analyzeFinished, this, onFinished);
+    connect(m_connection, &Connection::evictionFinished, this, onFinished);
   }
   ~ConnectionFixture() override {
     Connection* c = m_connection;
@@ -246,13 +247,18 @@ class ConnectionTest : public QObject {
   }
 
   void analyzeWithoutServerFails_data() {
+    QTest::addColumn<bool>("eviction");
     QTest::addColumn<bool>("withAddress");
     QTest::addColumn<QString>("errorPart");
-    QTest::newRow("never connected") << false << "not connected";
-    QTest::newRow("server unreachable") << true << "UNAVAILABLE";
+    QTest::newRow("never connected") << false << false << "not connected";
+    QTest::newRow("server unreachable") << false << true << "UNAVAILABLE";
+    QTest::newRow("eviction, never connected") << true << false << "not connected";
+    QTest::newRow("eviction, server unreachable") << true << true << "UNAVAILABLE";
   }
 
+  // Analyze, or EvaluateEviction (same call path, its own signals).
   void analyzeWithoutServerFails() {
+    QFETCH(bool, eviction);
     QFETCH(bool, withAddress);
     QFETCH(QString, errorPart);
     ConnectionOptions options;
@@ -263,9 +269,16 @@ class ConnectionTest : public QObject {
       const QString address = QStringLiteral("127.0.0.1:%1").arg(closedPort());
       fixture.post([address](Connection* c) { c->connectTo(address); });
     }
-    attnscope::v1::AnalyzeRequest request;
-    request.set_text("hello");
-    fixture.post([request](Connection* c) { c->analyze(7, request); });
+    if (eviction) {
+      attnscope::v1::EvaluateEvictionRequest request;
+      request.set_text("hello");
+      request.add_policies("full");
+      fixture.post([request](Connection* c) { c->evaluateEviction(7, request); });
+    } else {
+      attnscope::v1::AnalyzeRequest request;
+      request.set_text("hello");
+      fixture.post([request](Connection* c) { c->analyze(7, request); });
+    }
     QTRY_COMPARE_WITH_TIMEOUT(fixture.finished.size(), 1, 10000);
     QCOMPARE(fixture.finished.first(), quint64(7));
     QVERIFY(!fixture.okays.first());
