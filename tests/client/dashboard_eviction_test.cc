@@ -15,6 +15,8 @@
 #include <QLegend>
 #include <QLegendMarker>
 #include <QDir>
+#include <QFile>
+#include <QRegularExpression>
 #include <QLabel>
 #include <QSettings>
 #include <QTabWidget>
@@ -41,10 +43,19 @@ namespace {
 
 constexpr int kTokens = 200;  // the text: N tokens, N - 1 steps per policy
 
-// The ids both tests read: BOS, then a fixed pseudo-random walk.
+// The ids both tests read: the first N of tests/data/stories260K-sampled-1024.ids
+// (a story the model sampled itself, so the perplexities are the model's own).
 QVector<qint64> textIds() {
-  QVector<qint64> ids{1};
-  for (int i = 1; i < kTokens; ++i) ids << (i * 37 + 11) % 512;
+  QFile file(QStringLiteral(ATTNSCOPE_TEST_DATA_DIR "/stories260K-sampled-1024.ids"));
+  QVector<qint64> ids;
+  if (!file.open(QIODevice::ReadOnly)) return ids;
+  const QStringList words =
+      QString::fromUtf8(file.readAll()).split(QRegularExpression(QStringLiteral("[\\s,]+")),
+                                              Qt::SkipEmptyParts);
+  for (const QString& word : words) {
+    if (ids.size() == kTokens) break;
+    ids << word.toLongLong();
+  }
   return ids;
 }
 
@@ -96,7 +107,9 @@ class DashboardEvictionTest : public QObject {
     v1::EvaluateEvictionRequest request;
     request.set_model("stories");
     const int n = kTokens;
-    for (const qint64 id : textIds()) request.mutable_ids()->add_ids(id);
+    const QVector<qint64> ids = textIds();
+    QCOMPARE(ids.size(), n);
+    for (const qint64 id : ids) request.mutable_ids()->add_ids(id);
     for (const char* p : {"full", "window:32", "sinks:4+28", "detected:4+28"}) request.add_policies(p);
     request.set_include_kept_positions(true);
     grpc::ClientContext context;
@@ -192,6 +205,7 @@ void DashboardEvictionTest::mainWindowSendsAndPicksEvictionRuns() {
   QTabWidget* tabs = window.detailTabs();
   EvictionView* view = window.evictionView();
   const QVector<qint64> ids = textIds();
+  QCOMPARE(ids.size(), kTokens);
 
   // An Analyze first, to have a prompt row to switch back to.
   send->setTokenIds(true);
