@@ -161,13 +161,26 @@ absl::StatusOr<std::vector<Token>> Tokenize(std::string_view src, int line) {
           case 'r': value += '\r'; break;
           case '0': value += '\0'; break;
           case '\\': case '\'': case '"': value += e; break;
-          case 'u':
-            if (j + 4 < src.size()) {
-              AppendUtf8(static_cast<uint32_t>(std::stoul(std::string(src.substr(j + 1, 4)), nullptr, 16)), &value);
-              j += 4;
-              break;
+          case 'u': {
+            // Exactly four hex digits, as Python requires (it refuses the
+            // template otherwise; std::stoul threw on non-hex digits and
+            // ended the process: found by chat_template_fuzz).
+            uint32_t code = 0;
+            size_t digits = 0;
+            for (; digits < 4 && j + 1 + digits < src.size(); ++digits) {
+              const char h = src[j + 1 + digits];
+              const int v = h >= '0' && h <= '9'   ? h - '0'
+                            : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                            : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                                   : -1;
+              if (v < 0) break;
+              code = code * 16 + static_cast<uint32_t>(v);
             }
-            [[fallthrough]];
+            if (digits < 4) return Error(line, "truncated \\uXXXX escape in a string literal");
+            AppendUtf8(code, &value);
+            j += 4;
+            break;
+          }
           default: value += '\\'; value += e;
         }
       }

@@ -1,6 +1,7 @@
 #include "service/chat_template/renderer.h"
 
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 
 #include "absl/strings/match.h"
@@ -275,22 +276,54 @@ absl::StatusOr<Value> Renderer::Arith(const Expr& e, const Value& a, const Value
   if (op == "<=") return Value::Bool(x <= y);
   if (op == ">=") return Value::Bool(x >= y);
   const bool ints = a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat;
-  const int64_t i = static_cast<int64_t>(x);
-  const int64_t j = static_cast<int64_t>(y);
   if ((op == "/" || op == "//" || op == "%") && y == 0) return Bad(e.line, "division by zero");
-  if (op == "+") return ints ? Value::Int(i + j) : Value::Float(x + y);
-  if (op == "-") return ints ? Value::Int(i - j) : Value::Float(x - y);
-  if (op == "*") return ints ? Value::Int(i * j) : Value::Float(x * y);
   if (op == "/") return Value::Float(x / y);
-  if (op == "//") {
-    if (ints) return Value::Int(i / j - ((i % j != 0) && ((i < 0) != (j < 0))));
-    return Value::Float(std::floor(x / y));
+  if (ints) {
+    // Integers exactly (a bool is 0 or 1), every result checked: Python's
+    // integers do not overflow, so a template whose arithmetic leaves int64
+    // is refused with an error rather than given a wrapped value.
+    const int64_t i = a.kind == Value::Kind::kBool ? a.b : a.i;
+    const int64_t j = b.kind == Value::Kind::kBool ? b.b : b.i;
+    int64_t r = 0;
+    bool overflow = false;
+    if (op == "+") {
+      overflow = __builtin_add_overflow(i, j, &r);
+    } else if (op == "-") {
+      overflow = __builtin_sub_overflow(i, j, &r);
+    } else if (op == "*") {
+      overflow = __builtin_mul_overflow(i, j, &r);
+    } else if (op == "//" || op == "%") {
+      if (i == std::numeric_limits<int64_t>::min() && j == -1) {
+        overflow = op == "//";  // -2^63 // -1 = 2^63; -2^63 % -1 = 0
+      } else {
+        const int64_t q = i / j, m = i % j;
+        // Python floors: the remainder takes the divisor's sign.
+        const bool adjust = m != 0 && ((m < 0) != (j < 0));
+        r = op == "//" ? q - adjust : m + (adjust ? j : 0);
+      }
+    } else if (op == "**") {
+      if (j < 0) return Value::Float(std::pow(x, y));
+      r = 1;
+      int64_t base = i;
+      for (int64_t k = j; k > 0 && !overflow; k >>= 1) {
+        if (k & 1) overflow = __builtin_mul_overflow(r, base, &r);
+        if (k > 1 && !overflow) overflow = __builtin_mul_overflow(base, base, &base);
+      }
+    } else {
+      return Bad(e.line, absl::StrCat("unsupported operator ", op));
+    }
+    if (overflow) {
+      return Bad(e.line, absl::StrCat("integer overflow in ", i, " ", op, " ", j,
+                                      " (beyond 64-bit integers)"));
+    }
+    return Value::Int(r);
   }
-  if (op == "%") {
-    if (ints) return Value::Int(((i % j) + j) % j);
-    return Value::Float(x - y * std::floor(x / y));
-  }
-  if (op == "**") return ints && j >= 0 ? Value::Int(static_cast<int64_t>(std::pow(x, y))) : Value::Float(std::pow(x, y));
+  if (op == "+") return Value::Float(x + y);
+  if (op == "-") return Value::Float(x - y);
+  if (op == "*") return Value::Float(x * y);
+  if (op == "//") return Value::Float(std::floor(x / y));
+  if (op == "%") return Value::Float(x - y * std::floor(x / y));
+  if (op == "**") return Value::Float(std::pow(x, y));
   return Bad(e.line, absl::StrCat("unsupported operator ", op));
 }
 

@@ -186,6 +186,49 @@ TEST(ChatTemplate, NumbersOutOfRangeAreAParseError) {
   EXPECT_EQ(RenderOrDie("{{ 9223372036854775807 }}|{{ 2.5 }}"), "9223372036854775807|2.5");
 }
 
+// Found by the fuzz smoke (regression_integer_overflow): {{ 4 ** 63 }}
+// converted 8.5e37 to int64 (undefined behaviour, UBSan), and +, -, * of
+// large integers wrapped. Integer arithmetic is now exact on int64 and a
+// result beyond it is an error naming the operation; floats are unchanged.
+TEST(ChatTemplate, IntegerOverflowIsAnError) {
+  const auto fails = [](const std::string& expr) {
+    auto t = ChatTemplate::Parse("{{ " + expr + " }}", "t");
+    EXPECT_TRUE(t.ok()) << t.status();
+    if (!t.ok()) return std::string();
+    auto out = t->Render(nlohmann::json::parse(R"([{"role":"user","content":"a"}])"), false, {});
+    EXPECT_FALSE(out.ok()) << expr << " gave " << (out.ok() ? out->text : "");
+    return out.ok() ? std::string() : std::string(out.status().message());
+  };
+  EXPECT_EQ(fails("4 ** 63"),
+            "t: chat template line 1: integer overflow in 4 ** 63 (beyond 64-bit integers)");
+  EXPECT_NE(fails("9223372036854775807 + 1"), "");
+  EXPECT_NE(fails("-9223372036854775807 - 2"), "");
+  EXPECT_NE(fails("4294967296 * 4294967296"), "");
+  EXPECT_NE(fails("(-9223372036854775807 - 1) // -1"), "");
+  EXPECT_NE(fails("2 ** 63"), "");
+  EXPECT_EQ(RenderOrDie("{{ 2 ** 62 }}|{{ 3 ** 39 }}|{{ (-2) ** 63 }}|{{ 1 ** 1000000000000 }}|{{ 0 ** 0 }}"),
+            "4611686018427387904|4052555153018976267|-9223372036854775808|1|1");
+  EXPECT_EQ(RenderOrDie("{{ 9007199254740993 + 0 }}|{{ 9223372036854775806 + 1 }}"),
+            "9007199254740993|9223372036854775807");
+  EXPECT_EQ(RenderOrDie("{{ -7 // 2 }}|{{ 7 // -2 }}|{{ -7 % 3 }}|{{ 7 % -3 }}|{{ -6 % 3 }}|{{ true + 1 }}"),
+            "-4|-4|2|-2|0|2");
+  EXPECT_EQ(RenderOrDie("{{ (-9223372036854775807 - 1) % -1 }}|{{ 2 ** -1 }}|{{ 4.0 ** 63 > 1 }}"), "0|0.5|True");
+}
+
+// Found by the fuzz smoke (regression_bad_unicode_escape): '\\uZZZZ' in a
+// string literal made std::stoul throw, which ended the process. A \\u
+// escape takes exactly four hex digits (Python refuses the template too).
+TEST(ChatTemplate, BadUnicodeEscapeIsAParseError) {
+  for (const char* literal : {"'\\uZZZZ'", "'\\u12'", "'\\u'", "'ab\\u00g1'"}) {
+    auto t = ChatTemplate::Parse(std::string("x\n{{ ") + literal + " }}", "t");
+    ASSERT_FALSE(t.ok()) << literal;
+    EXPECT_EQ(t.status().message(),
+              "t: chat template line 2: truncated \\uXXXX escape in a string literal")
+        << literal;
+  }
+  EXPECT_EQ(RenderOrDie("{{ '\\u00e9\\u00E9|\\u4e2d' }}"), "\u00e9\u00e9|\u4e2d");
+}
+
 // Found by chat_template_fuzz's long run (regression_deep_parentheses): a few
 // thousand '(' overflowed the parser's stack. Nesting beyond 200 levels is
 // now a parse error; 150 levels still parse.
