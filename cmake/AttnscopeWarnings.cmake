@@ -27,3 +27,10 @@ elseif(ATTNSCOPE_SANITIZE)
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer)
   add_link_options(-fsanitize=address,undefined)
 endif()
+# The sanitizer builds compile at -O1 with line tables only (-g1, after the
+# build type's -O2 -g, so they win): stack traces keep file:line, and the
+# libtorch translation units compile faster and smaller than at -O2 -g, which
+# helps both suites fit CI's time (README "Sanitizers").
+if(ATTNSCOPE_SANITIZE AND NOT ATTNSCOPE_FUZZ)
+  add_compile_options(-O1 -g1)
+endif()

@@ -40,9 +40,13 @@ case "$mode" in
     (($# > 0)) && TARGETS=("$@")
     status=0
     run_one() {
-      local t="$1" dir="$BUILD_DIR/fuzz-long/$1"
+      local t="$1" dir="$BUILD_DIR/fuzz-long/$1" timeout=10
+      # The nested-loops seed of chat_template_fuzz stays within the
+      # renderer's loop budget but takes 2 s alone and over 10 s under
+      # nice -n 19 on a busy machine: a slow input, not a finding.
+      [[ "$t" == chat_template_fuzz ]] && timeout=60
       mkdir -p "$dir/corpus"
-      nice -n 19 "$BUILD_DIR/bin/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+      nice -n 19 "$BUILD_DIR/bin/$t" -max_total_time="$seconds" -timeout="$timeout" -rss_limit_mb=2048 \
         -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" \
         "$ROOT/tests/fuzz/corpus/$t" >"$dir/log.txt" 2>&1
     }

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The sanitizer suites (README "Sanitizers"), each in its own build directory:
 #   scripts/sanitize.sh asan [CTEST ARGS...]  build-asan/: ASan + UBSan, the unit
-#       and integration suites (CTest labels unit, integration)
+#       tests, every family's forward pass against its reference (model_test),
+#       and the real server under the rpc, security, limits, faults and
+#       eviction tests (rpc_test, rpc_security_test, rpc_eviction_test)
 #   scripts/sanitize.sh tsan [CTEST ARGS...]  build-tsan/: TSan, the engine and
 #       rpc tests (engine_test, rpc_unit_test, rpc_test with a TSan server)
-# Builds only the test binaries (and the binaries they start), then runs them
-# with every report fatal; the suppressions in tests/sanitizers/ name what is
-# not our code (libtorch, OpenMP, gRPC are not instrumented). Non-zero exit on
-# any failure or report. Environment: those of scripts/setup.sh.
+# Builds only the test binaries (and the binaries they start), at -O1 -g1,
+# then runs them with every report fatal; the suppressions in
+# tests/sanitizers/ name what is not our code (libtorch, OpenMP, gRPC, c-ares,
+# civetweb are not instrumented). Non-zero exit on any failure or report.
+# Environment: those of scripts/setup.sh.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SUPP="$ROOT/tests/sanitizers"
@@ -18,9 +21,9 @@ case "$kind" in
   asan)
     build_dir="$ROOT/build-asan"
     cmake_args="-DATTNSCOPE_SANITIZE=address -DATTNSCOPE_BUILD_BENCH=OFF"
-    targets=(test_common_test core_test engine_test rpc_unit_test deploy_test deploy_manifests_test
-             cli_test rpc_test metrics_test metrics_torch_test viewer_test deploy_prometheus_test
-             deploy_replicas_test)
+    targets=(test_common_test core_test engine_test rpc_unit_test kv_cache_test eviction_test
+             deploy_test deploy_manifests_test metrics_test metrics_torch_test model_test
+             rpc_test rpc_security_test rpc_eviction_test)
     # halt_on_error: a UBSan report fails the test (it recovers by default).
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
@@ -42,5 +45,5 @@ ATTNSCOPE_BUILD_DIR="$build_dir" ATTNSCOPE_CMAKE_ARGS="$cmake_args" \
   "$ROOT/scripts/setup.sh" "${targets[@]}"
 # Only the binaries above are built, so only their tests carry a label (the
 # others are CTest's label-less *_NOT_BUILT placeholders).
-ctest --test-dir "$build_dir" -L 'unit|integration' --output-on-failure --timeout 1800 \
+ctest --test-dir "$build_dir" -L 'unit|integration|golden' --output-on-failure --timeout 1800 \
   -j "$(nproc)" "$@"

@@ -33,7 +33,8 @@ TEST_F(RpcSecurityTest, TlsServesTheApiTheCliAndHealth) {
   EXPECT_EQ(health.out, "SERVING\n");
   // "localhost" is in the certificate too.
   const std::string by_name = "localhost:" + server_->address().substr(10);
-  EXPECT_EQ(RunCli({"--server", by_name, "--tls-ca", certs().ca, "models"}).exit_code, 0);
+  const CliResult named = RunCli({"--server", by_name, "--tls-ca", certs().ca, "models"});
+  EXPECT_EQ(named.exit_code, 0) << named.err;
 }
 
 TEST_F(RpcSecurityTest, PlaintextClientToTlsServerFailsWithAHint) {
