@@ -36,12 +36,6 @@ INLINE V8 LoadPartial(const float* p, int64_t n, float fill) {
   return Load(lanes);
 }
 
-INLINE double Sum(V8 v) {
-  double s = 0.0;
-  for (int i = 0; i < 8; ++i) s += v[i];
-  return s;
-}
-
 INLINE D4 Low(V8 v) { return __builtin_convertvector(__builtin_shufflevector(v, v, 0, 1, 2, 3), D4); }
 INLINE D4 High(V8 v) { return __builtin_convertvector(__builtin_shufflevector(v, v, 4, 5, 6, 7), D4); }
 INLINE double Sum(D4 v) { return (v[0] + v[1]) + (v[2] + v[3]); }

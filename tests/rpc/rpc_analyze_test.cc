@@ -246,7 +246,9 @@ TEST_F(RpcTest, HealthCheckReportsServing) {
     grpc::health::v1::HealthCheckRequest request;
     request.set_service(service);
     grpc::health::v1::HealthCheckResponse response;
-    ASSERT_TRUE(health->Check(&context, request, &response).ok()) << "service '" << service << "'";
+    const grpc::Status status = health->Check(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << "service '" << service << "': " << status.error_code() << " "
+                             << status.error_message();
     EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
   }
 }
