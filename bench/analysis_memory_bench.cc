@@ -39,14 +39,6 @@ struct Mode {
   int64_t block = 0;
 };
 
-std::vector<int64_t> RandomIds(int64_t n, int64_t vocab) {
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int64_t> pick(0, vocab - 1);
-  std::vector<int64_t> ids(n);
-  for (int64_t& id : ids) id = pick(rng);
-  return ids;
-}
-
 // Largest |a - b| over two JSON values of the same shape; infinity when the
 // shapes differ.
 double JsonDiff(const nlohmann::json& a, const nlohmann::json& b) {

@@ -17,6 +17,14 @@
 #include "service/core/safetensors.h"
 
 namespace attnscope::bench {
+
+std::vector<int64_t> RandomIds(int64_t n, int64_t vocab) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int64_t> pick(0, vocab - 1);
+  std::vector<int64_t> ids(n);
+  for (int64_t& id : ids) id = pick(rng);
+  return ids;
+}
 namespace {
 
 // Normal(0, stddev) values (or `constant` when stddev is 0) as F16 or F32.

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "service/core/dtype.h"
 
@@ -24,6 +25,10 @@ bool WriteRandomLlama(const std::string& dir, int64_t layers, int64_t heads, int
                       int64_t width, int64_t intermediate, int64_t vocab, int64_t positions);
 
 // Resident set size now and its peak so far (VmRSS, VmHWM), in MiB.
+// n token ids drawn uniformly from 0..vocab-1 by a mt19937 seeded with 7:
+// the same prompt in every run and every benchmark.
+std::vector<int64_t> RandomIds(int64_t n, int64_t vocab);
+
 double CurrentRssMiB();
 double PeakRssMiB();
 

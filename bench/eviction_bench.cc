@@ -61,14 +61,6 @@ bool ParseOptions(int argc, char** argv, Options& o) {
   return o.tokens >= 8 && o.recent >= 8;
 }
 
-std::vector<int64_t> RandomIds(int64_t n, int64_t vocab) {
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int64_t> pick(0, vocab - 1);
-  std::vector<int64_t> ids(n);
-  for (int64_t& id : ids) id = pick(rng);
-  return ids;
-}
-
 // Per quarter of the steps: seconds spent, and the cache at its end.
 struct Quarter {
   double seconds = 0;

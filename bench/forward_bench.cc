@@ -28,14 +28,6 @@ struct Config {
   std::string dir;
 };
 
-std::vector<int64_t> RandomIds(int64_t n, int64_t vocab) {
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int64_t> pick(0, vocab - 1);
-  std::vector<int64_t> ids(n);
-  for (int64_t& id : ids) id = pick(rng);
-  return ids;
-}
-
 void RunOne(const Config& c, int64_t tokens, int threads, bool keep, int repeats) {
   std::unique_ptr<model::LanguageModel> lm;
   std::vector<int64_t> ids;
