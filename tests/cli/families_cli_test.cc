@@ -19,7 +19,9 @@ namespace attnscope {
 namespace {
 
 using nlohmann::json;
+using testing::CliResult;
 using testing::RunCli;
+using testing::RunCliOnTerminal;
 using testing::Fixture;
 using testing::Floats;
 using testing::IdsArg;
@@ -136,14 +138,9 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyCliTest,
 // On a terminal (a pseudo-terminal from util-linux's script) loading draws a
 // progress line on stderr; through a pipe it stays silent.
 TEST(LoadProgressCliTest, ProgressLineOnlyOnATerminal) {
-  const std::string command = std::string("script -qec '") + ATTNSCOPE_BIN_DIR +
-                              "/attnscope models --model " + Fixture("llama") + "' /dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string terminal;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) terminal.append(buffer, n);
-  ASSERT_EQ(pclose(pipe), 0) << terminal;
+  const CliResult run = RunCliOnTerminal("models --model " + Fixture("llama"));
+  const std::string& terminal = run.out;
+  ASSERT_EQ(run.exit_code, 0) << terminal;
   EXPECT_NE(terminal.find("\rloading " + Fixture("llama") + ": 100% of 0.53 MiB"),
             std::string::npos)
       << terminal;

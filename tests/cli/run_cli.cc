@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -87,6 +88,18 @@ CliResult RunCliWithStdin(const std::vector<std::string>& args, const std::strin
 CliResult RunBinary(const std::string& program, const std::vector<std::string>& args,
                     double timeout_seconds) {
   return RunProgram(program, args, {}, timeout_seconds);
+}
+
+CliResult RunCliOnTerminal(const std::string& arguments) {
+  const std::string command = std::string("script -qec '") + ATTNSCOPE_BIN_DIR + "/attnscope " +
+                              arguments + "' /dev/null";
+  CliResult result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  char buffer[4096];
+  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) result.out.append(buffer, n);
+  result.exit_code = pclose(pipe);
+  return result;
 }
 
 }  // namespace attnscope::testing

@@ -18,6 +18,12 @@ CliResult RunCli(const std::vector<std::string>& args);
 // The same with `stdin_bytes` as its standard input.
 CliResult RunCliWithStdin(const std::vector<std::string>& args, const std::string& stdin_bytes);
 
+// Runs `attnscope <arguments>` on a pseudo-terminal (util-linux's script);
+// `arguments` is one shell string (it goes inside single quotes). out holds
+// everything the terminal showed (stdout and stderr), exit_code the wait
+// status pclose gave (0: exited 0).
+CliResult RunCliOnTerminal(const std::string& arguments);
+
 // Runs build/bin/`program` with `args`; after `timeout_seconds` it is killed
 // (SIGKILL) and exit_code is -1.
 CliResult RunBinary(const std::string& program, const std::vector<std::string>& args,

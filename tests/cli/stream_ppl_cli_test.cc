@@ -22,7 +22,9 @@ namespace {
 using ::testing::HasSubstr;
 using nlohmann::json;
 using testing::Fixture;
+using testing::CliResult;
 using testing::RunCli;
+using testing::RunCliOnTerminal;
 
 std::string Stories() { return Fixture("llama-stories260K"); }
 
@@ -104,15 +106,10 @@ TEST(StreamPplCliTest, TablePrintsEveryColumn) {
 
 TEST(StreamPplCliTest, ProgressBarOnlyOnATerminal) {
   IdsFile ids(StoryIds(300));
-  const std::string command = std::string("script -qec '") + ATTNSCOPE_BIN_DIR +
-                              "/attnscope stream-ppl --model " + Stories() + " --ids-file " +
-                              ids.path() + " --policy window:16 --threads 1' /dev/null";
-  FILE* pipe = popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string terminal;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) terminal.append(buffer, n);
-  ASSERT_EQ(pclose(pipe), 0) << terminal;
+  const CliResult run = RunCliOnTerminal("stream-ppl --model " + Stories() + " --ids-file " +
+                                         ids.path() + " --policy window:16 --threads 1");
+  const std::string& terminal = run.out;
+  ASSERT_EQ(run.exit_code, 0) << terminal;
   EXPECT_THAT(terminal, HasSubstr("1/1 window:16"));
   EXPECT_THAT(terminal, HasSubstr("299/299  ppl "));
   EXPECT_THAT(terminal, HasSubstr("tokens/s"));
