@@ -79,6 +79,9 @@ absl::StatusOr<AnalyzerService::Admitted> AnalyzerService::AdmitAndTokenize(
   const auto queue_start = std::chrono::steady_clock::now();
   auto slot = admission_.Acquire([&] { return scope.ShouldStop(); }, scope.deadline());
   timings->set_queued_seconds(SecondsSince(queue_start));
+  if (!slot.ok() && scope.drain_expired()) {
+    return scope.StopStatus("while it waited for a free slot");
+  }
   if (!slot.ok()) return slot.status();
   metrics_.RecordQueueWait(model_name, scope.metrics_origin(), timings->queued_seconds());
   const auto tokenize_start = std::chrono::steady_clock::now();
@@ -95,7 +98,7 @@ grpc::Status AnalyzerService::Analyze(grpc::ServerContext* context,
   if (absl::Status refused = Gate(context, request->ByteSizeLong(), &lease); !refused.ok()) {
     return Refused("Analyze", refused, std::chrono::steady_clock::now());
   }
-  RequestScope scope("Analyze", context, metrics_, feed_);
+  RequestScope scope("Analyze", context, metrics_, feed_, drain_);
   const absl::Status status = RunAnalyze(scope, *request, writer);
   return scope.Finish(status);
 }
@@ -107,7 +110,7 @@ grpc::Status AnalyzerService::Generate(grpc::ServerContext* context,
   if (absl::Status refused = Gate(context, request->ByteSizeLong(), &lease); !refused.ok()) {
     return Refused("Generate", refused, std::chrono::steady_clock::now());
   }
-  RequestScope scope("Generate", context, metrics_, feed_);
+  RequestScope scope("Generate", context, metrics_, feed_, drain_);
   const absl::Status status = RunGenerate(scope, *request, writer);
   return scope.Finish(status);
 }
@@ -119,7 +122,7 @@ grpc::Status AnalyzerService::EvaluateEviction(grpc::ServerContext* context,
   if (absl::Status refused = Gate(context, request->ByteSizeLong(), &lease); !refused.ok()) {
     return Refused("EvaluateEviction", refused, std::chrono::steady_clock::now());
   }
-  RequestScope scope("EvaluateEviction", context, metrics_, feed_);
+  RequestScope scope("EvaluateEviction", context, metrics_, feed_, drain_);
   const absl::Status status = RunEvaluateEviction(scope, *request, writer);
   return scope.Finish(status);
 }

@@ -72,6 +72,9 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
   // Ends every Subscribe stream and refuses new ones (before a drain: feed
   // streams never end by themselves).
   void CloseFeed() { feed_.Close(); }
+  // The drain ran out: every request still running ends at its next check
+  // with UNAVAILABLE and `message` (DrainEnd).
+  void EndInFlight(std::string message) { drain_.Expire(std::move(message)); }
 
  private:
   // The bodies of Analyze and Generate (analyze_rpc.cc, generate_rpc.cc).
@@ -122,6 +125,7 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
   AdmissionController admission_;
   ClientStreams client_streams_;
   FeedHub feed_;
+  DrainEnd drain_;
 };
 
 }  // namespace attnscope::rpc

@@ -30,7 +30,7 @@ grpc::Status AnalyzerService::ScanHeads(grpc::ServerContext* context,
   if (absl::Status refused = Gate(context, request->ByteSizeLong(), nullptr); !refused.ok()) {
     return Refused("ScanHeads", refused, std::chrono::steady_clock::now());
   }
-  RequestScope scope("ScanHeads", context, metrics_, feed_);
+  RequestScope scope("ScanHeads", context, metrics_, feed_, drain_);
   scope.KeepOffFeed();
   return scope.Finish(RunScanHeads(scope, *request, response));
 }
@@ -42,7 +42,7 @@ grpc::Status AnalyzerService::Ablate(grpc::ServerContext* context,
   if (absl::Status refused = Gate(context, request->ByteSizeLong(), nullptr); !refused.ok()) {
     return Refused("Ablate", refused, std::chrono::steady_clock::now());
   }
-  RequestScope scope("Ablate", context, metrics_, feed_);
+  RequestScope scope("Ablate", context, metrics_, feed_, drain_);
   scope.KeepOffFeed();
   return scope.Finish(RunAblate(scope, *request, response));
 }

@@ -9,21 +9,27 @@
 namespace attnscope::rpc {
 
 RequestScope::RequestScope(std::string rpc, grpc::ServerContext* context,
-                           metrics::ServiceMetrics& metrics, FeedHub& feed)
+                           metrics::ServiceMetrics& metrics, FeedHub& feed,
+                           const DrainEnd& drain)
     : rpc_(std::move(rpc)),
       context_(context),
       metrics_(metrics),
       feed_(feed),
+      drain_(drain),
       start_(Clock::now()),
       request_id_(feed.NextRequestId()) {
   finished_.set_rpc(rpc_);
 }
 
 bool RequestScope::ShouldStop() const {
-  return context_->IsCancelled() || std::chrono::system_clock::now() >= context_->deadline();
+  return drain_.expired() || context_->IsCancelled() ||
+         std::chrono::system_clock::now() >= context_->deadline();
 }
 
 absl::Status RequestScope::StopStatus(const std::string& where) const {
+  if (drain_.expired()) {
+    return absl::UnavailableError(absl::StrCat(drain_.message(), " (stopped ", where, ")"));
+  }
   // A client whose deadline passes cancels the call itself, which reaches us
   // a little before our copy of the deadline (sent as a relative timeout and
   // started on receipt): a cancellation that close to it is the deadline.

@@ -3,6 +3,7 @@
 // recorded when it ends (whatever the outcome).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -21,18 +22,42 @@ inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The end of the server's drain: set once, when the drain time has run out,
+// every request still running stops at its next check (layer, token, queue
+// poll) and ends itself with UNAVAILABLE and the message, sent like any
+// other final status. (Cancelling the calls from outside instead loses the
+// message: gRPC then closes the stream without it.)
+class DrainEnd {
+ public:
+  // Once; `message` says why and what to do.
+  void Expire(std::string message) {
+    message_ = std::move(message);
+    expired_.store(true, std::memory_order_release);
+  }
+  bool expired() const { return expired_.load(std::memory_order_acquire); }
+  // Valid once expired() is true.
+  const std::string& message() const { return message_; }
+
+ private:
+  std::atomic<bool> expired_{false};
+  std::string message_;  // written before expired_ is set, read after
+};
+
 class RequestScope {
  public:
-  // `context`, `metrics` and `feed` must outlive the scope.
+  // `context`, `metrics`, `feed` and `drain` must outlive the scope.
   RequestScope(std::string rpc, grpc::ServerContext* context, metrics::ServiceMetrics& metrics,
-               FeedHub& feed);
+               FeedHub& feed, const DrainEnd& drain);
 
-  // True once the client cancelled or the deadline passed: the computation
-  // should stop at the next layer.
+  // True once the client cancelled, the deadline passed or the server's
+  // drain ran out: the computation should stop at the next layer.
   bool ShouldStop() const;
-  // Why it stopped: DeadlineExceeded when the deadline has passed, else
+  // Why it stopped: Unavailable with the drain's message when the server's
+  // drain ran out, DeadlineExceeded when the deadline has passed, else
   // Cancelled. `where` says how far the request got.
   absl::Status StopStatus(const std::string& where) const;
+  // True once the server's drain ran out.
+  bool drain_expired() const { return drain_.expired(); }
 
   // The client's deadline (time_point::max() when it set none).
   std::chrono::system_clock::time_point deadline() const { return context_->deadline(); }
@@ -75,6 +100,7 @@ class RequestScope {
   grpc::ServerContext* const context_;
   metrics::ServiceMetrics& metrics_;
   FeedHub& feed_;
+  const DrainEnd& drain_;
   const Clock::time_point start_;
   const uint64_t request_id_;
   double first_event_seconds_ = -1;

@@ -48,6 +48,11 @@ class TrackingFactory : public grpc::experimental::ServerInterceptorFactoryInter
   RpcServer::CallTracker* tracker_;
 };
 
+// After the drain: how long the handlers get to end their calls themselves,
+// and when gRPC cancels whatever is left (RpcServer::Shutdown).
+constexpr auto kEndGrace = std::chrono::seconds(2);
+constexpr auto kBackstop = std::chrono::seconds(5);
+
 }  // namespace
 
 void RpcServer::CallTracker::Add(grpc::ServerContextBase* call) {
@@ -58,6 +63,12 @@ void RpcServer::CallTracker::Add(grpc::ServerContextBase* call) {
 void RpcServer::CallTracker::Remove(grpc::ServerContextBase* call) {
   std::lock_guard<std::mutex> lock(mu_);
   calls_.erase(call);
+  if (calls_.empty()) none_.notify_all();
+}
+
+bool RpcServer::CallTracker::WaitUntilNone(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return none_.wait_until(lock, deadline, [this] { return calls_.empty(); });
 }
 
 void RpcServer::CallTracker::CancelAll(const std::string& message) {
@@ -129,16 +140,21 @@ void RpcServer::Shutdown(std::chrono::milliseconds drain) {
   }
   service_->CloseFeed();
   // gRPC's own deadline would cancel the calls still running with a bare
-  // CANCELLED; end them first with a status that says why, and keep gRPC's
-  // cancellation a few seconds later as the backstop.
+  // CANCELLED (or none: the stream just closes). At the end of the drain the
+  // handlers end their calls themselves with a status that says why; those
+  // still running after kEndGrace (blocked writing to a client that does not
+  // read) are cancelled from outside with that status, and gRPC's
+  // cancellation kBackstop after the drain is the last resort.
   const auto deadline = std::chrono::system_clock::now() + drain;
   std::future<void> stopped = std::async(std::launch::async, [this, deadline] {
-    server_->Shutdown(deadline + std::chrono::seconds(5));
+    server_->Shutdown(deadline + kBackstop);
   });
   if (stopped.wait_until(deadline) != std::future_status::ready) {
-    calls_.CancelAll(absl::StrCat(
+    const std::string why = absl::StrCat(
         "attnscope-server is shutting down and this request did not finish within its ",
-        drain.count() / 1000.0, " s drain (attnscope-server --drain-seconds); retry it"));
+        drain.count() / 1000.0, " s drain (attnscope-server --drain-seconds); retry it");
+    service_->EndInFlight(why);
+    if (!calls_.WaitUntilNone(std::chrono::steady_clock::now() + kEndGrace)) calls_.CancelAll(why);
     stopped.wait();
   }
   server_->Wait();

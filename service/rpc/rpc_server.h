@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -53,11 +54,16 @@ class RpcServer {
    public:
     void Add(grpc::ServerContextBase* call);
     void Remove(grpc::ServerContextBase* call);
-    // Ends every call in progress with UNAVAILABLE and `message`.
+    // Ends every call in progress with UNAVAILABLE and `message`, from
+    // outside the handlers (for those blocked writing to a client that does
+    // not read).
     void CancelAll(const std::string& message);
+    // Waits until no call is in progress or `deadline` passes; true if none is.
+    bool WaitUntilNone(std::chrono::steady_clock::time_point deadline);
 
    private:
     std::mutex mu_;
+    std::condition_variable none_;
     std::set<grpc::ServerContextBase*> calls_;
   };
 

@@ -17,7 +17,7 @@ grpc::Status AnalyzerService::Tokenize(grpc::ServerContext* context,
   if (absl::Status refused = Gate(context, request->ByteSizeLong(), nullptr); !refused.ok()) {
     return Refused("Tokenize", refused, std::chrono::steady_clock::now());
   }
-  RequestScope scope("Tokenize", context, metrics_, feed_);
+  RequestScope scope("Tokenize", context, metrics_, feed_, drain_);
   scope.KeepOffFeed();
   return scope.Finish(RunTokenize(scope, *request, response));
 }

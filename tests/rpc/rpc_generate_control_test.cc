@@ -11,28 +11,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A long generation (stop_at_eos off): its stream outlasts the test's
-// actions, with alternatives and sink scores making each event large.
-v1::GenerateRequest LongGeneration(const std::string& text, int max_new_tokens = 400) {
-  v1::GenerateRequest request;
-  request.set_text(text);
-  request.set_max_new_tokens(max_new_tokens);
-  request.set_stop_at_eos(false);
-  request.set_num_alternatives(20);
-  request.set_layer_sink_scores(true);
-  return request;
-}
-
-// A channel whose receive window stays at 1 KiB (no BDP growth): a server
-// writing to a client that does not read blocks after a few events.
-std::unique_ptr<v1::Analyzer::Stub> SmallWindowStub(const std::string& address) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 1024);
-  return v1::Analyzer::NewStub(
-      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
-}
-
 // A Subscribe stream registered on the server once constructed.
 class Feed {
  public:

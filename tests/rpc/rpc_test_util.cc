@@ -51,6 +51,24 @@ GenerateResult RunGenerate(v1::Analyzer::Stub& stub, const v1::GenerateRequest& 
   return result;
 }
 
+v1::GenerateRequest LongGeneration(const std::string& text, int max_new_tokens) {
+  v1::GenerateRequest request;
+  request.set_text(text);
+  request.set_max_new_tokens(max_new_tokens);
+  request.set_stop_at_eos(false);
+  request.set_num_alternatives(20);
+  request.set_layer_sink_scores(true);
+  return request;
+}
+
+std::unique_ptr<v1::Analyzer::Stub> SmallWindowStub(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 1024);
+  return v1::Analyzer::NewStub(
+      grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
+}
+
 v1::AnalyzeRequest TextRequest(const std::string& text) {
   v1::AnalyzeRequest request;
   request.set_text(text);

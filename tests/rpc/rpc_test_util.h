@@ -37,6 +37,15 @@ AnalyzeResult RunAnalyze(v1::Analyzer::Stub& stub, const v1::AnalyzeRequest& req
 GenerateResult RunGenerate(v1::Analyzer::Stub& stub, const v1::GenerateRequest& request,
                            double deadline_seconds = 120);
 
+// A long generation (stop_at_eos off): its stream outlasts the test's
+// actions, with alternatives and sink scores making each event large.
+v1::GenerateRequest LongGeneration(const std::string& text, int max_new_tokens = 400);
+
+// A stub on a channel whose receive window stays at 1 KiB (no BDP growth): a
+// server writing to a client that does not read blocks after a few events,
+// and one writing to a slow reader goes at the reader's pace.
+std::unique_ptr<v1::Analyzer::Stub> SmallWindowStub(const std::string& address);
+
 v1::AnalyzeRequest TextRequest(const std::string& text);
 v1::AnalyzeRequest IdsRequest(const std::vector<int64_t>& ids);
 
