@@ -44,7 +44,7 @@ case "$kind" in
     # cancelled, queued, drained and subscribed calls. Each case costs about
     # 10 s under TSan (process start with libtorch), so the other rpc_test
     # cases (single requests, errors, CLI output) run under ASan and plain.
-    select=(-R '^(AdmissionTest|FeedHubTest|LayerStreamerTest|ProtoConvertTest|RequestValidationTest|StatusCodesTest|ConstantTimeEqualsTest|ReadTokenFileTest|ClientOfPeerTest|ClientStreamsTest|LimitChecksTest|GenerationCancelTest)\.|^RpcTest\.(ClientCancel|DeadlineStops|ConcurrentRequests|QueuedRequest|SubscriberSees|FeedCarries|SixteenConcurrent|SigtermDrains|DrainIsBounded|HealthTurnsNotServing|GenerateCancelled|GenerateStopsAtItsDeadline|ConcurrentGenerate|SlowSubscriber|MaxSubscribers|ProbeCallsAreAdmissionLimited|EveryRequestIsRecorded)')
+    select=(-R '^(AdmissionTest|FeedHubTest|LayerStreamerTest|ProtoConvertTest|RequestValidationTest|StatusCodesTest|ConstantTimeEqualsTest|ReadTokenFileTest|ClientOfPeerTest|ClientStreamsTest|LimitChecksTest|GenerationCancelTest)\.|^RpcTest\.(ClientCancel|DeadlineStops|ConcurrentRequests|QueuedRequest|SubscriberSees|FeedCarries|SixteenConcurrent|SigtermDrains|DrainIsBounded|ClientCutOff|HealthTurnsNotServing|GenerateCancelled|GenerateStopsAtItsDeadline|ConcurrentGenerate|SlowSubscriber|MaxSubscribers|ProbeCallsAreAdmissionLimited|EveryRequestIsRecorded)')
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
     ;;
   *)

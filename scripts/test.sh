@@ -4,9 +4,9 @@
 # the sanitizer suites (scripts/sanitize.sh tsan, asan), each in its own build
 # directory. Exits non-zero on any failure, after running every suite.
 # Extra arguments go to the first ctest run (e.g. -L unit, -R Tokenizer).
-# ATTNSCOPE_EXTRA_SUITES picks the extra suites (default "fuzz asan", what CI
-# runs; "fuzz asan tsan" adds TSan, not yet in CI: README "Sanitizers"; "none"
-# or "" for the plain suite only; with ctest arguments the default is none).
+# ATTNSCOPE_EXTRA_SUITES picks the extra suites (default "fuzz asan tsan",
+# what CI runs: README "Sanitizers"; "none" or "" for the plain suite only;
+# with ctest arguments the default is none).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$ROOT/scripts/setup.sh" || exit 1
@@ -18,7 +18,7 @@ ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout 900 -j "$(nproc)" "$
 echo "attnscope test: tests took $((SECONDS - start)) s"
 
 # With ctest arguments (a selection of tests) the extra suites default to none.
-default_suites="fuzz asan"
+default_suites="fuzz asan tsan"
 (($# > 0)) && default_suites=""
 suites="${ATTNSCOPE_EXTRA_SUITES-$default_suites}"
 [[ "$suites" == "none" ]] && suites=""
