@@ -38,16 +38,12 @@ class Feed {
 TEST_F(RpcTest, GenerateCancelledByItsClientStops) {
   StartServer();
   Feed feed(*stub_);
-  auto stub = SmallWindowStub(server_->address());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
-  auto reader = stub->Generate(&context, LongGeneration("Once upon a time"));
-  v1::GenerateEvent event;
-  ASSERT_TRUE(reader->Read(&event));
-  ASSERT_TRUE(event.has_prompt());
+  LongGenerationCall call(server_->address(), "Once upon a time");
+  auto& reader = call.reader;
+  auto& event = call.event;
   ASSERT_TRUE(reader->Read(&event));
   ASSERT_TRUE(event.has_token());
-  context.TryCancel();
+  call.context.TryCancel();
   while (reader->Read(&event)) {
   }
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
@@ -62,13 +58,9 @@ TEST_F(RpcTest, GenerateCancelledByItsClientStops) {
 TEST_F(RpcTest, GenerateStopsAtItsDeadline) {
   StartServer();
   Feed feed(*stub_);
-  auto stub = SmallWindowStub(server_->address());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(1500));
-  auto reader = stub->Generate(&context, LongGeneration("The weather today"));
-  v1::GenerateEvent event;
-  ASSERT_TRUE(reader->Read(&event));
-  ASSERT_TRUE(event.has_prompt());
+  LongGenerationCall call(server_->address(), "The weather today", 1.5);
+  auto& reader = call.reader;
+  auto& event = call.event;
   // Not reading: the server blocks on flow control until the deadline, and
   // the feed announces the end (the observable moment, no sleep).
   const v1::RequestFinished finished = feed.NextFinished("Generate");

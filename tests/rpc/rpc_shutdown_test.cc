@@ -105,13 +105,9 @@ TEST_F(RpcTest, SecondSignalDuringTheDrainExitsAtOnce) {
 // covers that the server still exits in bounded time).
 TEST_F(RpcTest, ClientCutOffAtTheDrainLimitIsToldWhy) {
   StartServer({"--drain-seconds", "0.2", "--max-concurrent", "1"});
-  auto stub = SmallWindowStub(server_->address());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
-  auto reader = stub->Generate(&context, LongGeneration("Once upon a time"));
-  v1::GenerateEvent event;
-  ASSERT_TRUE(reader->Read(&event));
-  ASSERT_TRUE(event.has_prompt());
+  LongGenerationCall call(server_->address(), "Once upon a time");
+  auto& reader = call.reader;
+  auto& event = call.event;
   // A second request waits in the queue behind it (--max-concurrent 1), and is
   // told too.
   grpc::Status queued_status;

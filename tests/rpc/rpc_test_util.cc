@@ -69,6 +69,17 @@ std::unique_ptr<v1::Analyzer::Stub> SmallWindowStub(const std::string& address) 
       grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
 }
 
+LongGenerationCall::LongGenerationCall(const std::string& address, const std::string& text,
+                                       double deadline_seconds)
+    : stub(SmallWindowStub(address)) {
+  context.set_deadline(In(deadline_seconds));
+  reader = stub->Generate(&context, LongGeneration(text));
+  [&] {
+    ASSERT_TRUE(reader->Read(&event));
+    ASSERT_TRUE(event.has_prompt());
+  }();
+}
+
 v1::AnalyzeRequest TextRequest(const std::string& text) {
   v1::AnalyzeRequest request;
   request.set_text(text);

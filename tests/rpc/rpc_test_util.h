@@ -46,6 +46,18 @@ v1::GenerateRequest LongGeneration(const std::string& text, int max_new_tokens =
 // and one writing to a slow reader goes at the reader's pace.
 std::unique_ptr<v1::Analyzer::Stub> SmallWindowStub(const std::string& address);
 
+// A LongGeneration(text) stream on a SmallWindowStub of `address`, its
+// deadline `deadline_seconds` from now; the constructor ASSERTs that the
+// first event (the prompt) arrived.
+struct LongGenerationCall {
+  LongGenerationCall(const std::string& address, const std::string& text,
+                     double deadline_seconds = 300);
+  std::unique_ptr<v1::Analyzer::Stub> stub;
+  grpc::ClientContext context;
+  std::unique_ptr<grpc::ClientReader<v1::GenerateEvent>> reader;
+  v1::GenerateEvent event;
+};
+
 v1::AnalyzeRequest TextRequest(const std::string& text);
 v1::AnalyzeRequest IdsRequest(const std::vector<int64_t>& ids);
 
