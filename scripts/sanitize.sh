@@ -26,7 +26,7 @@ case "$kind" in
     cmake_args="-DATTNSCOPE_SANITIZE=address -DATTNSCOPE_BUILD_BENCH=OFF"
     # rpc_test runs under TSan (below); here the server runs under
     # rpc_security_test and rpc_eviction_test (CI's time: README "Sanitizers").
-    targets=(test_common_test core_test engine_test rpc_unit_test kv_cache_test eviction_test
+    targets=(test_common_test core_test engine_test rpc_unit_test kv_cache_test tensor_cache_test eviction_test
              deploy_test deploy_manifests_test metrics_test metrics_torch_test model_test
              rpc_security_test rpc_eviction_test)
     # halt_on_error: a UBSan report fails the test (it recovers by default).
@@ -37,14 +37,14 @@ case "$kind" in
   tsan)
     build_dir="$ROOT/build-tsan"
     cmake_args="-DATTNSCOPE_SANITIZE=thread -DATTNSCOPE_BUILD_BENCH=OFF"
-    targets=(engine_test rpc_unit_test rpc_test)
-    # What has threads: every rpc unit test (admission, the feed hub, the
+    targets=(engine_test rpc_unit_test rpc_test tensor_cache_test)
+    # What has threads: the tensor cache, every rpc unit test (admission, the feed hub, the
     # layer streamer, per-client stream counts), the engine's cancellation,
     # and the rpc_test cases that run the TSan server under concurrent,
     # cancelled, queued, drained and subscribed calls. Each case costs about
     # 10 s under TSan (process start with libtorch), so the other rpc_test
     # cases (single requests, errors, CLI output) run under ASan and plain.
-    select=(-R '^(AdmissionTest|FeedHubTest|LayerStreamerTest|ProtoConvertTest|RequestValidationTest|StatusCodesTest|ConstantTimeEqualsTest|ReadTokenFileTest|ClientOfPeerTest|ClientStreamsTest|LimitChecksTest|GenerationCancelTest)\.|^RpcTest\.(ClientCancel|DeadlineStops|ConcurrentRequests|QueuedRequest|SubscriberSees|FeedCarries|SixteenConcurrent|SigtermDrains|DrainIsBounded|ClientCutOff|HealthTurnsNotServing|GenerateCancelled|GenerateStopsAtItsDeadline|ConcurrentGenerate|SlowSubscriber|MaxSubscribers|ProbeCallsAreAdmissionLimited|EveryRequestIsRecorded)')
+    select=(-R '^(TensorCacheTest|AdmissionTest|FeedHubTest|LayerStreamerTest|ProtoConvertTest|RequestValidationTest|StatusCodesTest|ConstantTimeEqualsTest|ReadTokenFileTest|ClientOfPeerTest|ClientStreamsTest|LimitChecksTest|GenerationCancelTest)\.|^RpcTest\.(ClientCancel|DeadlineStops|ConcurrentRequests|QueuedRequest|SubscriberSees|FeedCarries|SixteenConcurrent|SigtermDrains|DrainIsBounded|ClientCutOff|HealthTurnsNotServing|GenerateCancelled|GenerateStopsAtItsDeadline|ConcurrentGenerate|SlowSubscriber|MaxSubscribers|ProbeCallsAreAdmissionLimited|EveryRequestIsRecorded)')
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
     ;;
   *)

@@ -15,6 +15,7 @@
 #include "service/model/forward_checks.h"
 #include "service/model/kv_cache.h"
 #include "service/model/rotary.h"
+#include "service/model/tensor_cache.h"
 #include "service/model/weight_loader.h"
 
 namespace attnscope::model {
@@ -186,11 +187,16 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
 
 at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x,
                              const PassState& pass) const {
-  const at::Tensor up = Product(x, l.up, pass);
-  if (!spec_.mlp.gated) return Product(Activate(up, spec_.mlp.activation), l.down, pass);
+  at::Tensor up = Product(x, l.up, pass);  // a fresh tensor: changed in place below
+  if (!spec_.mlp.gated) {
+    ActivateInPlace(up, spec_.mlp.activation);
+    return Product(up, l.down, pass);
+  }
   const int64_t inner = spec_.mlp.intermediate_size;
-  const at::Tensor gate = up.narrow(-1, 0, inner), value = up.narrow(-1, inner, inner);
-  return Product(Activate(gate, spec_.mlp.activation) * value, l.down, pass);
+  at::Tensor gate = up.narrow(-1, 0, inner);
+  const at::Tensor value = up.narrow(-1, inner, inner);
+  ActivateInPlace(gate, spec_.mlp.activation);
+  return Product(gate.mul_(value), l.down, pass);
 }
 
 at::Tensor DecoderModel::RunLayer(int layer, const at::Tensor& x, PassState& pass) const {
@@ -315,6 +321,7 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
     const ModelConfig& config, std::shared_ptr<const SafetensorsCheckpoint> checkpoint,
     const LoadProgressCallback& progress, const ModelLoadOptions& options) {
   ATTNSCOPE_ASSIGN_OR_RETURN(const c10::Device device, ResolveDevice(options.device));
+  const TensorCache* cache = InstallTensorCache();
   const TensorNames& names = config.decoder.names;
   std::vector<std::string> prefixes = names.prefixes;
   for (const std::string& prefix : names.prefixes) {
@@ -329,6 +336,7 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
     c10::InferenceMode inference;
     ATTNSCOPE_ASSIGN_OR_RETURN(DecoderWeights weights, LoadDecoderWeights(config, loader));
     MoveWeights(weights, device);
+    if (cache != nullptr) cache->Trim();  // the temporaries of converting and fusing
     return std::unique_ptr<LanguageModel>(new DecoderModel(config, std::move(weights), device));
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("loading ", directory, ": ", e.what()));

@@ -191,18 +191,21 @@ at::Tensor Normalize(const at::Tensor& x, const NormWeights& w, NormKind kind, d
   return w.weight.defined() ? normed * w.weight : normed;
 }
 
-at::Tensor Activate(const at::Tensor& x, Activation activation) {
+void ActivateInPlace(at::Tensor& x, Activation activation) {
   switch (activation) {
     case Activation::kGeluTanh:
-      return at::gelu(x, "tanh");
+      at::gelu_(x, "tanh");
+      return;
     case Activation::kGeluErf:
-      return at::gelu(x);
+      at::gelu_(x);
+      return;
     case Activation::kRelu:
-      return at::relu(x);
+      at::relu_(x);
+      return;
     case Activation::kSilu:
-      return at::silu(x);
+      at::silu_(x);
+      return;
   }
-  return x;
 }
 
 }  // namespace attnscope::model

@@ -56,6 +56,8 @@ at::Tensor Linear(const at::Tensor& x, const LinearWeights& w);
 // The norm of `kind` over the last dimension.
 at::Tensor Normalize(const at::Tensor& x, const NormWeights& w, NormKind kind, double eps);
 
-at::Tensor Activate(const at::Tensor& x, Activation activation);
+// x = activation(x), in place (the MLP's inner activations are the pass's
+// largest tensors after the logits: no second copy of them).
+void ActivateInPlace(at::Tensor& x, Activation activation);
 
 }  // namespace attnscope::model
