@@ -61,7 +61,7 @@ top predictions (see service/analysis/definitions.md).
                      (default: chat for --chat, else chatml if the text has
                      <|im_start|>, else none)
   --block-size N     attention query rows per block; 0 (default) = whole
-                     layers while a layer's attention fits 32 MiB, else
+                     layers while a layer's attention fits 8 MiB, else
                      blocks that fit (memory linear in T); same results
   --precision P      float32 (default) or bf16: matrix products on bfloat16
                      operands, statistics in float32 (with --server: sent

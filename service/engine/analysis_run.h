@@ -21,7 +21,7 @@ struct AnalysisSettings {
   double threshold = 6.0;  // sink threshold on the z-score
   analysis::Template structure = analysis::Template::kAuto;
   // Query rows per attention block (0: automatic, whole layers while a
-  // layer's probabilities fit 32 MiB, else blocks that do; see
+  // layer's probabilities fit 8 MiB, else blocks that do; see
   // model::ForwardOptions). Results agree either way; blocks bound the
   // memory of long prompts.
   int64_t query_block_size = 0;

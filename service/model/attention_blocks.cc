@@ -12,7 +12,11 @@ int64_t QueryBlockRows(int64_t requested, int64_t heads, int64_t queries, int64_
   // Multiples of 16 rows keep the block's matrix products on BLAS's fast
   // paths; below 16 rows the per-block overhead outweighs the memory saved.
   constexpr int64_t kGranule = 16;
-  const int64_t rows = std::max(kGranule, budget_bytes / row_bytes / kGranule * kGranule);
+  const auto rows_within = [&](int64_t bytes) {
+    return std::max(kGranule, bytes / row_bytes / kGranule * kGranule);
+  };
+  const int64_t rows = std::max(rows_within(budget_bytes),
+                                std::min(kAutoMinBlockRows, rows_within(4 * budget_bytes)));
   return std::min(rows, queries);
 }
 

@@ -7,16 +7,21 @@
 namespace attnscope::model {
 
 // The automatic choice keeps one block's float32 probabilities (sequences x
-// heads x rows x keys x 4 bytes) under this many bytes: 32 MiB, so a long
-// prompt's attention costs memory linear in T instead of H x T x T per layer.
-inline constexpr int64_t kAutoAttentionBlockBytes = int64_t{32} << 20;
+// heads x rows x keys x 4 bytes) under this many bytes: 8 MiB, so a long
+// prompt's attention costs memory linear in T instead of H x T x T per layer
+// (and a layer at T = 1024 with 12 heads holds 7.5 MiB of it, not 48).
+inline constexpr int64_t kAutoAttentionBlockBytes = int64_t{8} << 20;
+// Blocks of fewer rows pay BLAS's packing of the keys once per few rows: the
+// automatic choice takes up to 4 x the budget to keep this many rows.
+inline constexpr int64_t kAutoMinBlockRows = 64;
 
 // The query rows per block for a layer of `heads` attention maps (sequences
 // x query heads) over `queries` query rows and `keys` keys.
 // requested > 0: min(requested, queries) (requested >= queries: whole layers).
 // requested == 0 (automatic): all rows while heads x queries x keys float32
 // values fit in `budget_bytes`, otherwise the largest multiple of 16 rows
-// that fits (at least 16, or `queries` when fewer). Every argument but
+// that fits (at least 16), raised to up to kAutoMinBlockRows rows where they
+// fit in 4 x `budget_bytes` (or `queries` when fewer). Every argument but
 // `requested` is >= 1; requested < 0 is treated as 0.
 int64_t QueryBlockRows(int64_t requested, int64_t heads, int64_t queries, int64_t keys,
                        int64_t budget_bytes = kAutoAttentionBlockBytes);

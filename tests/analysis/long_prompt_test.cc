@@ -131,11 +131,16 @@ void ExpectBlocksMatchWholeLayers(const model::LanguageModel& lm, const std::vec
 }
 
 TEST(LongPromptTest, AutomaticBlocksKeepALayerUnderTheBudget) {
-  // 8 heads x 1536 keys x 4 bytes = 48 KiB a row: 682 rows fit 32 MiB,
-  // rounded down to 672.
-  EXPECT_EQ(model::QueryBlockRows(0, 8, 1536, 1536), 672);
-  EXPECT_EQ(model::QueryBlockRows(0, 8, 1024, 1024), 1024);  // exactly 32 MiB: whole
+  // 8 heads x 1536 keys x 4 bytes = 48 KiB a row: 170 rows fit 8 MiB,
+  // rounded down to 160.
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 1536, 1536), 160);
+  EXPECT_EQ(model::QueryBlockRows(0, 12, 1024, 1024), 160);  // GPT-2 small at T = 1024
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 512, 512), 512);     // exactly 8 MiB: whole
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 1024, 1024), 256);
+  // 512 KiB a row: 16 rows fit 8 MiB, but 64 fit 4 x 8 MiB.
   EXPECT_EQ(model::QueryBlockRows(0, 8, 16384, 16384), 64);
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 16384, 16384, int64_t{32} << 20), 64);
+  EXPECT_EQ(model::QueryBlockRows(0, 32, 16384, 16384), 16);  // 2 MiB a row: 16 in 32 MiB
   EXPECT_EQ(model::QueryBlockRows(0, 64, 16384, 16384), 16);  // never below 16 rows
   EXPECT_EQ(model::QueryBlockRows(7, 8, 16384, 16384), 7);
   EXPECT_EQ(model::QueryBlockRows(5000, 8, 100, 100), 100);
