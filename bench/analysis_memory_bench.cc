@@ -39,14 +39,17 @@ struct Mode {
   int64_t block = 0;
 };
 
-// Largest |a - b| over two JSON values of the same shape; infinity when the
-// shapes differ.
+// Largest |a - b| over two JSON values of the same shape (NaN when either
+// has a NaN: `!(d <= m)` keeps it); infinity when the shapes differ.
 double JsonDiff(const nlohmann::json& a, const nlohmann::json& b) {
   if (a.is_number() && b.is_number()) return std::fabs(a.get<double>() - b.get<double>());
   if (a.is_array() && b.is_array()) {
     if (a.size() != b.size()) return INFINITY;
     double m = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, JsonDiff(a[i], b[i]));
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double d = JsonDiff(a[i], b[i]);
+      if (!(d <= m)) m = d;
+    }
     return m;
   }
   if (a.is_object() && b.is_object()) {
@@ -54,7 +57,8 @@ double JsonDiff(const nlohmann::json& a, const nlohmann::json& b) {
     double m = 0;
     for (auto it = a.begin(); it != a.end(); ++it) {
       if (!b.contains(it.key())) return INFINITY;
-      m = std::max(m, JsonDiff(it.value(), b[it.key()]));
+      const double d = JsonDiff(it.value(), b[it.key()]);
+      if (!(d <= m)) m = d;
     }
     return m;
   }

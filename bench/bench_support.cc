@@ -170,6 +170,8 @@ Measurement MeasureInChild(const std::function<bool()>& setup, const std::functi
       std::sort(times.begin(), times.end());
       r.median_seconds = times.empty() ? 0 : times[(times.size() - 1) / 2];
       r.peak_rss_mib = PeakRssMiB();
+      r.file_rss_mib = ProcStatusMiB("RssFile:");
+      r.anon_rss_mib = ProcStatusMiB("RssAnon:");
     }
     ssize_t written = write(fds[1], &r, sizeof(r));
     _exit(written == sizeof(r) ? 0 : 1);

@@ -38,6 +38,10 @@ struct Measurement {
   double median_seconds = 0;    // lower median of the timed runs
   double baseline_rss_mib = 0;  // after loading, before the first run
   double peak_rss_mib = 0;      // VmHWM at the end
+  // At the end: file-backed pages (the mapped checkpoint and the shared
+  // libraries' code) and anonymous ones (the heap, tensors, stacks).
+  double file_rss_mib = 0;
+  double anon_rss_mib = 0;
 };
 
 // Runs `setup` then `run` (`repeats` timed times after one warm-up) in a

@@ -39,6 +39,7 @@
 #include "service/analysis/prompt_analyzer.h"
 #include "service/model/blas_info.h"
 #include "service/model/language_model.h"
+#include "service/model/tensor_cache.h"
 
 namespace attnscope::bench {
 namespace {
@@ -221,6 +222,15 @@ int AnalysisOnly(const std::string& dir, const Flags& f) {
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() *
                       1000,
                   PeakRssMiB());
+      if (const model::TensorCache* cache = model::InstallTensorCache()) {
+        const model::TensorCacheStats s = cache->Stats();
+        std::printf("  tensor cache: peak live %.1f MiB, free %.1f MiB in %ld, hits %ld, misses "
+                    "%ld, released %ld\n",
+                    s.peak_live_bytes / 1048576.0, s.free_bytes / 1048576.0,
+                    static_cast<long>(s.free_blocks), static_cast<long>(s.hits),
+                    static_cast<long>(s.misses), static_cast<long>(s.released));
+        cache->ResetPeak();
+      }
     }
   }
   return 0;
@@ -306,6 +316,11 @@ int main(int argc, char** argv) {
                     ")" +
                     ", analysis blocks of 64 " +
                     std::to_string(static_cast<int>(blocks.peak_rss_mib)) +
+                    "; the whole-layer analysis at its end: file pages " +
+                    std::to_string(static_cast<int>(whole.file_rss_mib)) + " (" +
+                    std::to_string(static_cast<int>(whole.file_rss_mib - checkpoint_mib)) +
+                    " besides the checkpoint: libraries), anonymous " +
+                    std::to_string(static_cast<int>(whole.anon_rss_mib)) +
                     (pt.ok ? "; PyTorch last logits row max |diff| " +
                                  std::to_string(pt.last_row_diff)
                            : "; PyTorch " + pt.why));
