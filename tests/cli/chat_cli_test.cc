@@ -11,6 +11,7 @@
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
 #include "tests/cli/run_cli.h"
+#include "tests/common/temp_path.h"
 
 namespace attnscope {
 namespace {
@@ -31,7 +32,7 @@ std::string ReadAll(const std::string& path) {
 json Llama3Chat() { return json::parse(ReadAll(kTokenizers + "/llama3/llama3_chat.json"))["chat"]; }
 
 std::string WriteChatFile(const json& messages) {
-  const std::string path = ::testing::TempDir() + "/chat.json";
+  const std::string path = test::UniqueTempPath("chat.json");
   std::ofstream(path) << messages.dump();
   return path;
 }
@@ -49,7 +50,7 @@ std::vector<float> Random(size_t n, float scale, uint64_t seed) {
 // A 2-layer GPT-2 with random weights and Llama 3's 128,256-token vocabulary,
 // next to the Llama 3 tokenizer files.
 std::string TinyLlama3TokenizedModel() {
-  const std::string dir = ::testing::TempDir() + "/tiny-gpt2-llama3-tokenizer";
+  const std::string dir = test::UniqueTempPath("tiny-gpt2-llama3-tokenizer");
   std::filesystem::create_directories(dir);
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
     std::filesystem::copy_file(kTokenizers + "/llama3/" + f, dir + "/" + f,
@@ -118,6 +119,7 @@ TEST(TokenizeCli, ChatPrintsTheRenderedTextAndItsIds) {
     EXPECT_EQ(out["text"], render["tokenize_false_text"]);
     EXPECT_EQ(out["ids"], render["tokenize_true_ids"]);
   }
+  std::filesystem::remove(file);
 }
 
 TEST(AnalyzeCli, ChatOnALlama3TokenizedModelMarksTheTemplateStructural) {
@@ -139,16 +141,18 @@ TEST(AnalyzeCli, ChatOnALlama3TokenizedModelMarksTheTemplateStructural) {
   EXPECT_EQ(out["structural"].get<std::vector<int64_t>>(), expected);
   auto report = RunCli({"analyze", "--model", model, "--chat", file});
   EXPECT_EQ(report.exit_code, 0) << report.err;
+  std::filesystem::remove_all(model);
+  std::filesystem::remove(file);
 }
 
 TEST(ChatCliErrors, NameTheFileAndTheProblem) {
   auto missing = RunCli({"tokenize", "--model", kTokenizers + "/llama3", "--chat", "/nonexistent/chat.json"});
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, HasSubstr("/nonexistent/chat.json"));
-  const std::string bad = ::testing::TempDir() + "/bad-chat.json";
+  const std::string bad = test::UniqueTempPath("bad-chat.json");
   std::ofstream(bad) << R"([{"role": "user"}])";
   auto malformed = RunCli({"tokenize", "--model", kTokenizers + "/llama3", "--chat", bad});
-  EXPECT_THAT(malformed.err, HasSubstr("bad-chat.json: [0].content"));
+  EXPECT_THAT(malformed.err, HasSubstr(bad + ": [0].content"));
   auto no_template = RunCli({"tokenize", "--model", kTokenizers + "/llama2", "--chat", bad});
   EXPECT_EQ(no_template.exit_code, 1);
   auto both = RunCli({"tokenize", "--text", "x", "--chat", bad});
@@ -156,7 +160,7 @@ TEST(ChatCliErrors, NameTheFileAndTheProblem) {
   // A tokenizer.json attnscope cannot read: the model still runs on ids, text
   // prompts say why they cannot.
   const std::string model = TinyLlama3TokenizedModel();
-  const std::string broken = ::testing::TempDir() + "/broken-tokenizer-model";
+  const std::string broken = test::UniqueTempPath("broken-tokenizer-model");
   std::filesystem::create_directories(broken);
   for (const char* f : {"config.json", "model.safetensors"}) {
     std::filesystem::copy_file(model + "/" + f, broken + "/" + f, std::filesystem::copy_options::overwrite_existing);
@@ -169,6 +173,7 @@ TEST(ChatCliErrors, NameTheFileAndTheProblem) {
   EXPECT_THAT(text.err, HasSubstr("tokenizer.json: normalizer.type \"Precompiled\" is not supported"));
   auto ids = RunCli({"analyze", "--model", broken, "--ids", "128000,9906,1917", "--json"});
   EXPECT_EQ(ids.exit_code, 0) << ids.err;
+  for (const std::string& path : {model, broken, bad}) std::filesystem::remove_all(path);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "service/core/safetensors.h"
 #include "tests/cli/cli_fixtures.h"
 #include "tests/cli/run_cli.h"
+#include "tests/common/temp_path.h"
 
 namespace attnscope {
 namespace {
@@ -70,7 +71,8 @@ class FamilyCliTest : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(FamilyCliTest, ExportWritesHuggingFacesTensors) {
-  const std::string out = ::testing::TempDir() + "/family-export-" + GetParam() + ".safetensors";
+  const std::string out =
+      test::UniqueTempPath(std::string("family-export-") + GetParam() + ".safetensors");
   auto r = RunCli({"analyze", "--model", dir(), "--ids", IdsArg(stats()["input_ids"]), "--export",
                    out});
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -15,6 +15,7 @@
 #include "service/analysis/structural.h"
 #include "service/engine/model_bundle.h"
 #include "service/engine/prompt.h"
+#include "tests/common/temp_path.h"
 
 namespace attnscope::engine {
 namespace {
@@ -33,7 +34,7 @@ std::string ReadAll(const std::string& path) {
 std::string TemplateDir(const std::string& name, const std::string& tokenizer,
                         const std::string& chat_template, const std::string& bos,
                         const std::string& eos) {
-  const std::string dir = testing::TempDir() + "/chat-" + name;
+  const std::string dir = test::UniqueTempPath("chat-" + name);
   std::filesystem::create_directories(dir);
   std::filesystem::copy_file(kDir + "/" + tokenizer + "/tokenizer.json", dir + "/tokenizer.json",
                              std::filesystem::copy_options::overwrite_existing);

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "nlohmann/json.hpp"
+#include "tests/common/temp_path.h"
 #include "tests/rpc/rpc_test_util.h"
 
 namespace attnscope::testing {
@@ -16,8 +17,8 @@ using ::testing::HasSubstr;
 
 // The bundled model's files (linked) with `extra` files written next to them.
 std::string BundledWith(const std::string& name, const std::map<std::string, std::string>& extra) {
-  const std::string dir = ::testing::TempDir() + "/rpc-" + name;
-  std::filesystem::remove_all(dir);
+  // A unique parent: the directory's own name stays the model's.
+  const std::string dir = test::UniqueTempPath("rpc-chat") + "/rpc-" + name;
   std::filesystem::create_directories(dir);
   for (const auto& entry : std::filesystem::directory_iterator(BundledModelDir())) {
     if (extra.count(entry.path().filename().string()) == 0) {

@@ -10,6 +10,7 @@
 
 #include "nlohmann/json.hpp"
 #include "tests/cli/run_cli.h"
+#include "tests/common/temp_path.h"
 #include "tests/rpc/rpc_test_util.h"
 
 namespace attnscope::testing {
@@ -28,7 +29,7 @@ std::string ReadAll(const std::string& path) {
 }
 
 std::string Write(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + "/remote-cli-" + name;
+  const std::string path = test::UniqueTempPath("remote-cli-" + name);
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
@@ -49,8 +50,8 @@ json ViewerData(const std::string& path) {
 // A model directory: the files of `weights` linked, plus `tokenizer`'s.
 std::string Combined(const std::string& name, const std::string& weights,
                      const std::string& tokenizer) {
-  const std::string dir = ::testing::TempDir() + "/remote-cli-" + name;
-  std::filesystem::remove_all(dir);
+  // A unique parent: the directory's own name stays the model's.
+  const std::string dir = test::UniqueTempPath("remote-cli") + "/remote-cli-" + name;
   std::filesystem::create_directories(dir);
   for (const std::string& from : {weights, tokenizer}) {
     for (const auto& entry : std::filesystem::directory_iterator(from)) {
@@ -77,7 +78,9 @@ class RpcRemoteCliTest : public RpcTest {
   // byte-identical exports and equal viewer data.
   void ExpectSameAnalysis(const std::vector<std::string>& prompt, const std::string& dir,
                           const std::string& name) {
-    const std::string stem = ::testing::TempDir() + "/remote-cli-" + name;
+    const std::string out_dir = test::UniqueTempPath("remote-cli-" + name);
+    std::filesystem::create_directories(out_dir);
+    const std::string stem = out_dir + "/" + name;
     std::vector<std::string> local = {"analyze", "--json", "--export", stem + "-local.safetensors",
                                       "--viewer", stem + "-local.html"};
     local.insert(local.end(), prompt.begin(), prompt.end());

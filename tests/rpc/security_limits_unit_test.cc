@@ -15,6 +15,7 @@
 #include "service/rpc/client_streams.h"
 #include "service/rpc/request_validation.h"
 #include "service/rpc/transport_security.h"
+#include "tests/common/temp_path.h"
 
 namespace attnscope::rpc {
 namespace {
@@ -33,9 +34,7 @@ TEST(ConstantTimeEqualsTest, EqualOnlyForTheSameBytes) {
 }
 
 std::string WriteTemp(const std::string& content) {
-  char path[] = "/tmp/attnscope-token-XXXXXX";
-  const int fd = mkstemp(path);
-  close(fd);
+  const std::string path = test::UniqueTempPath("token");
   std::ofstream(path, std::ios::binary) << content;
   return path;
 }

@@ -1,4 +1,5 @@
 #include "tests/rpc/test_certs.h"
+#include "tests/common/temp_path.h"
 
 #include <sys/stat.h>
 
@@ -33,6 +34,7 @@ TestCerts Make() {
   char pattern[] = "/tmp/attnscope-certs-XXXXXX";
   if (mkdtemp(pattern) == nullptr) return certs;
   const std::string dir = pattern;
+  test::TempPathJanitor::Get().Add(dir);  // removed when the test process exits
   const std::string script =
       "cd " + dir + " && " + MakeCa("ca") + MakeCa("other-ca") +
       MakeLeaf("server", "ca", "localhost",

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "service/tokenizer/hf_tokenizer.h"
+#include "tests/common/temp_path.h"
 
 namespace attnscope::tokenizer {
 namespace {
@@ -49,15 +50,16 @@ TEST(SentencePieceTokenizer, MatchesTheSentencePieceLibraryReference) {
 }
 
 TEST(SentencePieceTokenizer, BadModelFileIsNamed) {
-  const std::string path = testing::TempDir() + "/bad-tokenizer.model";
+  const std::string path = test::UniqueTempPath("bad-tokenizer.model");
   std::ofstream(path) << "not a model";
   auto tok = SentencePieceTokenizer::Load(path);
   ASSERT_FALSE(tok.ok());
   EXPECT_THAT(tok.status().message(), HasSubstr(path));
+  std::filesystem::remove(path);
 }
 
 TEST(LoadTokenizer, PrefersTokenizerJsonThenGpt2FilesThenTokenizerModel) {
-  const std::string only_model = testing::TempDir() + "/spm-only";
+  const std::string only_model = test::UniqueTempPath("spm-only");
   std::filesystem::create_directories(only_model);
   std::filesystem::copy_file(kDir + "/llama2/tokenizer.model", only_model + "/tokenizer.model",
                              std::filesystem::copy_options::overwrite_existing);
@@ -67,10 +69,11 @@ TEST(LoadTokenizer, PrefersTokenizerJsonThenGpt2FilesThenTokenizerModel) {
   auto hf = LoadTokenizer(kDir + "/llama2");
   ASSERT_TRUE(hf.ok()) << hf.status();
   EXPECT_NE(dynamic_cast<HfTokenizer*>(hf->get()), nullptr);
-  const std::string empty = testing::TempDir() + "/no-tokenizer";
+  const std::string empty = test::UniqueTempPath("no-tokenizer");
   std::filesystem::create_directories(empty);
   EXPECT_FALSE(HasTokenizerFiles(empty));
   EXPECT_EQ(LoadTokenizer(empty).status().code(), absl::StatusCode::kNotFound);
+  for (const std::string& dir : {only_model, empty}) std::filesystem::remove_all(dir);
 }
 
 }  // namespace
