@@ -49,11 +49,7 @@ TensorCache::TensorCache(size_t max_free_bytes) : max_free_bytes_(max_free_bytes
   static_assert(sizeof(Block) <= kHeaderBytes, "the header must fit before the data");
 }
 
-TensorCache::~TensorCache() {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [capacity, block] : free_) munmap(block, capacity + kHeaderBytes);
-  free_.clear();
-}
+TensorCache::~TensorCache() { Trim(); }
 
 c10::DataPtr TensorCache::allocate(size_t n) const {
   const c10::Device cpu(c10::DeviceType::CPU);
@@ -83,10 +79,8 @@ void* TensorCache::TakeLarge(size_t n) const {
       free_.erase(it);
       stats_.free_blocks -= 1;
       stats_.free_bytes -= static_cast<int64_t>(block->capacity);
-      stats_.live_blocks += 1;
-      stats_.live_bytes += static_cast<int64_t>(block->capacity);
       stats_.hits += 1;
-      stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+      CountLive(block->capacity);
       ATTNSCOPE_UNPOISON(block->data(), n);
       return block->data();
     }
@@ -100,11 +94,16 @@ void* TensorCache::TakeLarge(size_t n) const {
   *block = Block{this, mapped - kHeaderBytes, 0, kMagic, kLarge};
   ATTNSCOPE_POISON(block->data() + n, block->capacity - n);
   std::lock_guard<std::mutex> lock(mu_);
-  stats_.live_blocks += 1;
-  stats_.live_bytes += static_cast<int64_t>(block->capacity);
   stats_.misses += 1;
-  stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
+  CountLive(block->capacity);
   return block->data();
+}
+
+// Under mu_.
+void TensorCache::CountLive(size_t capacity) const {
+  stats_.live_blocks += 1;
+  stats_.live_bytes += static_cast<int64_t>(capacity);
+  stats_.peak_live_bytes = std::max(stats_.peak_live_bytes, stats_.live_bytes);
 }
 
 void TensorCache::GiveBack(Block* block) const {
@@ -116,7 +115,7 @@ void TensorCache::GiveBack(Block* block) const {
   stats_.live_bytes -= static_cast<int64_t>(block->capacity);
   stats_.free_blocks += 1;
   stats_.free_bytes += static_cast<int64_t>(block->capacity);
-  ReleaseOverLimit();
+  ReleaseDownTo(max_free_bytes_);
 }
 
 void TensorCache::Trim() const {
@@ -126,8 +125,6 @@ void TensorCache::Trim() const {
 
 // Under mu_. The free list is short (the distinct activation sizes of a
 // pass), so finding the oldest by a scan is cheap next to an munmap.
-void TensorCache::ReleaseOverLimit() const { ReleaseDownTo(max_free_bytes_); }
-
 void TensorCache::ReleaseDownTo(size_t limit) const {
   while (stats_.free_bytes > static_cast<int64_t>(limit) && !free_.empty()) {
     auto oldest = free_.begin();

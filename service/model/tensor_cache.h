@@ -70,8 +70,8 @@ class TensorCache final : public c10::Allocator {
   struct Block;
   void* TakeLarge(size_t n) const;
   void GiveBack(Block* block) const;
-  void ReleaseOverLimit() const;
-  void ReleaseDownTo(size_t limit) const;
+  void CountLive(size_t capacity) const;
+  void ReleaseDownTo(size_t limit) const;  // unmaps the oldest free buffers
   static void Delete(void* data);
 
   const size_t max_free_bytes_;
