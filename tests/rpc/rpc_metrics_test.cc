@@ -1,7 +1,4 @@
 // The rpc layer records every request in the metrics the server exposes.
-#include <chrono>
-#include <thread>
-
 #include "tests/rpc/rpc_test_util.h"
 
 namespace attnscope::testing {
@@ -40,14 +37,14 @@ TEST_F(RpcTest, EveryRequestIsRecordedInTheMetrics) {
 
   const int64_t tokens = analyzed.events.front().tokens().ids_size();
   const v1::Summary& summary = analyzed.events.back().summary();
-  std::string scrape;
-  // The Subscribe handler notices the cancellation within its poll period.
-  for (int i = 0; i < 100; ++i) {
-    scrape = ScrapeMetrics(metrics);
-    if (MetricValue(scrape, "attnscope_subscribers") == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  EXPECT_EQ(MetricValue(scrape, "attnscope_subscribers"), 0);
+  // The Subscribe handler notices the cancellation within its poll period;
+  // its call is counted once it has ended, a moment after the subscriber
+  // count drops (under TSan a scrape fell between the two): wait for both.
+  EXPECT_EQ(WaitForMetric(metrics, "attnscope_subscribers", 0), 0);
+  const std::string cancelled_subscribe =
+      R"(attnscope_requests_total{code="CANCELLED",model="",origin="user",rpc="Subscribe"})";
+  EXPECT_EQ(WaitForMetric(metrics, cancelled_subscribe, 1), 1);
+  const std::string scrape = ScrapeMetrics(metrics);
   const auto requests = [&](const std::string& labels) {
     return MetricValue(scrape, "attnscope_requests_total{" + labels + "}");
   };
