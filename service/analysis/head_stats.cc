@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "service/core/parallel.h"
 #include "service/core/vector_math.h"
 
 namespace attnscope::analysis {
@@ -29,26 +30,29 @@ void HeadStatsAccumulator::Begin(int64_t num_tokens) {
 }
 
 void HeadStatsAccumulator::AddRow(const float* row, const float* value_norms, int64_t i,
-                                  int64_t h, LayerSums* sums, double* column_sums) const {
+                                  HeadSums* sums, double* column_sums) const {
   const int64_t t = num_tokens_;
-  if (i == t - 1) sums->sink[h] = row[0];
+  if (i == t - 1) {
+    sums->has_sink = true;
+    sums->sink = row[0];
+  }
   // The query-averaged numbers skip row 0 (it can only see itself), except
   // for T = 1 where row 0 is all there is.
   const bool averaged_row = i >= 1 || t == 1;
-  if (averaged_row) sums->first_mass[h] += row[0];
+  if (averaged_row) sums->first_mass += row[0];
   // One pass over the keys the row can see (the rest are exactly 0) for the
   // entropy, the value-weighted total and the received columns.
   const vmath::AttentionRowSums row_sums = vmath::AttentionRow(
       row, averaged_row ? value_norms : nullptr, std::min(i + 1, t), column_sums);
-  sums->entropy[h] += row_sums.entropy;
-  if (i >= 1) sums->prev[h] += row[i - 1];
+  sums->entropy += row_sums.entropy;
+  if (i >= 1) sums->prev += row[i - 1];
   if (value_norms != nullptr && averaged_row) {
     const double first = static_cast<double>(row[0]) * value_norms[0];
-    sums->vw_raw[h] += first;
-    sums->vw_norm[h] += row_sums.weighted > 0.0 ? first / row_sums.weighted : 0.0;
+    sums->vw_raw += first;
+    sums->vw_norm += row_sums.weighted > 0.0 ? first / row_sums.weighted : 0.0;
   }
   const int64_t n = induction_n_;
-  if (n > 0 && i >= n + 1 && i <= 2 * n && i - n + 1 < t) sums->induction[h] += row[i - n + 1];
+  if (n > 0 && i >= n + 1 && i <= 2 * n && i - n + 1 < t) sums->induction += row[i - n + 1];
 }
 
 void HeadStatsAccumulator::AddBlock(const model::AttentionBlock& block, bool use_value_norms,
@@ -63,12 +67,49 @@ void HeadStatsAccumulator::AddBlock(const model::AttentionBlock& block, bool use
   }
   const int64_t t = num_tokens_;
   const int64_t rows = block.query_end - block.query_begin;
-  for (int64_t h = 0; h < block.num_heads; ++h) {
-    const float* norms = use_value_norms ? block.value_norms + h * t : nullptr;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* row = block.probs + (h * rows + r) * t;
-      AddRow(row, norms, block.query_begin + r, h, &sums, column_sums);
+  // Rows of this block see keys [0, query_end) at most. With column sums,
+  // each head adds its rows into its own T doubles, and the heads are added
+  // into `column_sums` in order afterwards: the sums do not depend on how
+  // the heads were split among threads.
+  const int64_t seen = std::min(block.query_end, t);
+  double* head_columns = nullptr;
+  if (column_sums != nullptr) {
+    if (head_columns_.size() < heads * static_cast<size_t>(t)) {
+      head_columns_.resize(heads * static_cast<size_t>(t));
     }
+    head_columns = head_columns_.data();
+  }
+  // Heads are independent (each writes only its own entries of `sums` and
+  // its own columns), so they run on the model's threads.
+  core::ParallelFor(block.num_heads, 1, [&](int64_t head_begin, int64_t head_end) {
+    for (int64_t h = head_begin; h < head_end; ++h) {
+      const float* norms = use_value_norms ? block.value_norms + h * t : nullptr;
+      double* columns = nullptr;
+      if (head_columns != nullptr) {
+        columns = head_columns + h * t;
+        std::fill(columns, columns + seen, 0.0);
+      }
+      // The head's sums of this block in locals, added once at the end: the
+      // heads' running sums are neighbours in memory, shared by the threads.
+      HeadSums head;
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* row = block.probs + (h * rows + r) * t;
+        AddRow(row, norms, block.query_begin + r, &head, columns);
+      }
+      const auto k = static_cast<size_t>(h);
+      if (head.has_sink) sums.sink[k] = head.sink;
+      sums.first_mass[k] += head.first_mass;
+      sums.entropy[k] += head.entropy;
+      sums.prev[k] += head.prev;
+      sums.vw_raw[k] += head.vw_raw;
+      sums.vw_norm[k] += head.vw_norm;
+      sums.induction[k] += head.induction;
+    }
+  });
+  if (column_sums == nullptr) return;
+  for (int64_t h = 0; h < block.num_heads; ++h) {
+    const double* columns = head_columns + h * t;
+    for (int64_t j = 0; j < seen; ++j) column_sums[j] += columns[j];
   }
 }
 

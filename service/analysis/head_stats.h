@@ -22,7 +22,7 @@ struct HeadStats {
 };
 
 // Accumulates the per-head sums of one sequence. Memory: a handful of doubles
-// per (layer, head), independent of T.
+// per (layer, head), and with column sums H x T doubles of scratch.
 class HeadStatsAccumulator {
  public:
   // induction_n > 0 also accumulates the induction score for a probe of
@@ -38,7 +38,8 @@ class HeadStatsAccumulator {
   // j <= i of row i are read). value_norms (H, T) is used when
   // `use_value_norms` is true and must then be non-null. With `column_sums`
   // (T doubles) every row is also added into it, in the same pass over the
-  // block (ReceivedAccumulator's sums, read once for all statistics).
+  // block (ReceivedAccumulator's sums, read once for all statistics). The
+  // heads run in parallel on core::ParallelFor's threads.
   void AddBlock(const model::AttentionBlock& block, bool use_value_norms,
                 double* column_sums = nullptr);
 
@@ -51,12 +52,19 @@ class HeadStatsAccumulator {
   struct LayerSums {
     std::vector<double> sink, first_mass, entropy, prev, vw_raw, vw_norm, induction;
   };
-  void AddRow(const float* row, const float* value_norms, int64_t i, int64_t h,
-              LayerSums* sums, double* column_sums) const;
+  // One head's sums over the rows of one block.
+  struct HeadSums {
+    bool has_sink = false;
+    double sink = 0, first_mass = 0, entropy = 0, prev = 0, vw_raw = 0, vw_norm = 0,
+           induction = 0;
+  };
+  void AddRow(const float* row, const float* value_norms, int64_t i, HeadSums* sums,
+              double* column_sums) const;
 
   int64_t induction_n_ = 0;
   int64_t num_tokens_ = 0;
   std::vector<LayerSums> layers_;
+  std::vector<double> head_columns_;  // (H, T): each head's received columns of one block
 };
 
 // Fraction of the heads with l >= floor(L/2) whose sink score is > cut; 0 for

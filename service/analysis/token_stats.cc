@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "service/core/parallel.h"
 #include "service/core/vector_math.h"
 
 namespace attnscope::analysis {
@@ -154,30 +155,34 @@ void NextTokenRows(const float* logits, int64_t row_begin, int64_t rows, int64_t
   const double log_vocab = vocab > 1 ? std::log(static_cast<double>(vocab)) : 0.0;
   const bool with_ids = static_cast<int64_t>(ids.size()) == num_tokens;
   const int64_t keep = out.top != nullptr ? std::max<int64_t>(0, std::min(k, vocab)) : 0;
-  std::vector<int64_t> best(static_cast<size_t>(keep));
-  for (int64_t i = row_begin; i < row_begin + rows; ++i) {
-    const float* row = logits + (i - row_begin) * vocab;
-    const vmath::LogitRowStats row_stats = vmath::LogitRow(row, vocab);
-    const auto r = static_cast<size_t>(i);
-    // Rounded to float as the reference (float32 torch) does.
-    if (out.nats != nullptr) (*out.nats)[r] = static_cast<float>(row_stats.entropy);
-    if (out.normalized != nullptr && log_vocab > 0.0) {
-      (*out.normalized)[r] = static_cast<float>(row_stats.entropy / log_vocab);
+  // Rows are independent (each writes only its own entries), so they run on
+  // the model's threads.
+  core::ParallelFor(rows, 1, [&](int64_t first, int64_t end) {
+    std::vector<int64_t> best(static_cast<size_t>(keep));
+    for (int64_t i = row_begin + first; i < row_begin + end; ++i) {
+      const float* row = logits + (i - row_begin) * vocab;
+      const vmath::LogitRowStats row_stats = vmath::LogitRow(row, vocab);
+      const auto r = static_cast<size_t>(i);
+      // Rounded to float as the reference (float32 torch) does.
+      if (out.nats != nullptr) (*out.nats)[r] = static_cast<float>(row_stats.entropy);
+      if (out.normalized != nullptr && log_vocab > 0.0) {
+        (*out.normalized)[r] = static_cast<float>(row_stats.entropy / log_vocab);
+      }
+      if (out.surprisal != nullptr && with_ids && i + 1 < num_tokens) {
+        const int64_t next = ids[r + 1];
+        (*out.surprisal)[r] = next >= 0 && next < vocab
+                                  ? row_stats.log_z - static_cast<double>(row[next])
+                                  : std::numeric_limits<double>::quiet_NaN();
+      }
+      if (keep == 0) continue;
+      const int64_t found = vmath::TopK(row, vocab, keep, best.data());
+      auto& predictions = (*out.top)[r];
+      for (int64_t p = 0; p < found; ++p) {
+        const int64_t id = best[static_cast<size_t>(p)];
+        predictions.push_back({id, std::exp(static_cast<double>(row[id]) - row_stats.log_z), ""});
+      }
     }
-    if (out.surprisal != nullptr && with_ids && i + 1 < num_tokens) {
-      const int64_t next = ids[r + 1];
-      (*out.surprisal)[r] = next >= 0 && next < vocab
-                                ? row_stats.log_z - static_cast<double>(row[next])
-                                : std::numeric_limits<double>::quiet_NaN();
-    }
-    if (keep == 0) continue;
-    const int64_t found = vmath::TopK(row, vocab, keep, best.data());
-    auto& predictions = (*out.top)[r];
-    for (int64_t p = 0; p < found; ++p) {
-      const int64_t id = best[static_cast<size_t>(p)];
-      predictions.push_back({id, std::exp(static_cast<double>(row[id]) - row_stats.log_z), ""});
-    }
-  }
+  });
 }
 
 void NextTokenStats(const float* logits, int64_t num_tokens, int64_t vocab,

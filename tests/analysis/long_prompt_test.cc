@@ -6,12 +6,14 @@
 // model's positions and refused, naming both numbers, beyond.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -19,6 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "service/analysis/prompt_analyzer.h"
 #include "service/analysis/stats_json.h"
+#include "service/core/parallel.h"
 #include "service/core/safetensors.h"
 #include "service/model/attention_blocks.h"
 #include "service/model/language_model.h"
@@ -170,6 +173,43 @@ TEST(LongPromptTest, RandomLlamaBlocksEqualWholeLayersAtT1536) {
   const auto& entropy = (*stats)["attention_entropy"];
   EXPECT_GT(std::abs(entropy[0][0].get<double>() - entropy[1][3].get<double>()), 1e-3);
   EXPECT_LT(entropy[0][0].get<double>(), 0.95 * std::log(1536.0 / 2));
+}
+
+// Four std::threads, one per chunk: the statistics' loops run truly
+// concurrently whatever libtorch's thread count.
+void FourThreads(int64_t n, int64_t grain, const core::ChunkFn& fn) {
+  const int64_t chunks = std::min<int64_t>(4, (n + grain - 1) / grain);
+  const int64_t step = (n + chunks - 1) / chunks;
+  std::vector<std::thread> threads;
+  for (int64_t b = 0; b < n; b += step) threads.emplace_back(fn, b, std::min(n, b + step));
+  for (std::thread& t : threads) t.join();
+}
+
+// The statistics split their heads and logit rows among threads
+// (core::ParallelFor); the numbers do not depend on the split: serial, the
+// model's own pool and four threads give the same JSON, bit for bit.
+TEST(LongPromptTest, StatisticsOnThreadsEqualOneThreadExactly) {
+  RandomLlama checkpoint(512);
+  auto lm = model::LoadLanguageModel(checkpoint.dir());
+  ASSERT_TRUE(lm.ok()) << lm.status();
+  const core::ParallelForImpl pool = core::CurrentParallelForImpl();
+  ASSERT_NE(pool, nullptr) << "loading a model installs libtorch's pool";
+  const std::vector<int64_t> ids = RandomIds(512, RandomLlama::kVocab);
+  for (int64_t block : {int64_t{0}, int64_t{48}}) {
+    core::SetParallelForImpl(nullptr);
+    absl::StatusOr<nlohmann::json> serial = StatsJson(**lm, ids, block);
+    core::SetParallelForImpl(pool);
+    absl::StatusOr<nlohmann::json> pooled = StatsJson(**lm, ids, block);
+    core::SetParallelForImpl(FourThreads);
+    absl::StatusOr<nlohmann::json> four = StatsJson(**lm, ids, block);
+    core::SetParallelForImpl(pool);
+    ASSERT_TRUE(serial.ok() && pooled.ok() && four.ok());
+    EXPECT_TRUE(*pooled == *serial) << "block " << block;
+    EXPECT_TRUE(*four == *serial) << "block " << block;
+    std::string mismatch;
+    const double diff = test::MaxJsonDiff(*four, *serial, &mismatch);
+    EXPECT_TRUE(diff == 0.0) << "block " << block << ": max |diff| " << diff << " " << mismatch;
+  }
 }
 
 TEST(LongPromptTest, PromptsAreAcceptedUpToThePositionsAndRefusedBeyond) {
