@@ -142,6 +142,22 @@ bool WriteRandomLlama(const std::string& dir, int64_t layers, int64_t heads, int
   return true;
 }
 
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  in >> one >> five >> fifteen;
+  return one + " " + five + " " + fifteen;
+}
+
+std::string CpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  }
+  return "?";
+}
+
 double CurrentRssMiB() { return ProcStatusMiB("VmRSS:"); }
 double PeakRssMiB() { return ProcStatusMiB("VmHWM:"); }
 

@@ -29,6 +29,11 @@ bool WriteRandomLlama(const std::string& dir, int64_t layers, int64_t heads, int
 // the same prompt in every run and every benchmark.
 std::vector<int64_t> RandomIds(int64_t n, int64_t vocab);
 
+// /proc/loadavg's 1, 5 and 15 minute figures, e.g. "0.52 1.10 1.38".
+std::string LoadAverage();
+// /proc/cpuinfo's first "model name" ("?" if none).
+std::string CpuName();
+
 double CurrentRssMiB();
 double PeakRssMiB();
 

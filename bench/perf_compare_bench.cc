@@ -191,20 +191,6 @@ Baseline MeasurePyTorch(const std::string& dir, const Flags& f, int64_t tokens) 
   return b;
 }
 
-std::string LoadAverage() {
-  std::string s = ReadFileText("/proc/loadavg");
-  return s.substr(0, s.find(' ', s.find(' ', s.find(' ') + 1) + 1));
-}
-
-std::string CpuName() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  }
-  return "?";
-}
-
 int AnalysisOnly(const std::string& dir, const Flags& f) {
   model::SetComputeThreads(f.threads);
   auto lm = model::LoadLanguageModel(dir);
