@@ -55,8 +55,7 @@ void HeadStatsAccumulator::AddRow(const float* row, const float* value_norms, in
   if (n > 0 && i >= n + 1 && i <= 2 * n && i - n + 1 < t) sums->induction += row[i - n + 1];
 }
 
-void HeadStatsAccumulator::AddBlock(const model::AttentionBlock& block, bool use_value_norms,
-                                    double* column_sums) {
+void HeadStatsAccumulator::StartBlock(const model::AttentionBlock& block, bool with_columns) {
   const auto layer = static_cast<size_t>(block.layer);
   const auto heads = static_cast<size_t>(block.num_heads);
   if (layers_.size() <= layer) layers_.resize(layer + 1);
@@ -65,52 +64,64 @@ void HeadStatsAccumulator::AddBlock(const model::AttentionBlock& block, bool use
                   &sums.vw_norm, &sums.induction}) {
     if (v->size() < heads) v->resize(heads, 0.0);
   }
+  with_columns_ = with_columns;
+  if (with_columns && head_columns_.size() < heads * static_cast<size_t>(num_tokens_)) {
+    head_columns_.resize(heads * static_cast<size_t>(num_tokens_));
+  }
+}
+
+void HeadStatsAccumulator::AddHead(const model::AttentionBlock& block, int64_t h,
+                                   bool use_value_norms) {
   const int64_t t = num_tokens_;
   const int64_t rows = block.query_end - block.query_begin;
-  // Rows of this block see keys [0, query_end) at most. With column sums,
-  // each head adds its rows into its own T doubles, and the heads are added
-  // into `column_sums` in order afterwards: the sums do not depend on how
-  // the heads were split among threads.
+  // Rows of this block see keys [0, query_end) at most.
   const int64_t seen = std::min(block.query_end, t);
-  double* head_columns = nullptr;
-  if (column_sums != nullptr) {
-    if (head_columns_.size() < heads * static_cast<size_t>(t)) {
-      head_columns_.resize(heads * static_cast<size_t>(t));
-    }
-    head_columns = head_columns_.data();
+  const float* norms = use_value_norms ? block.value_norms + h * t : nullptr;
+  double* columns = nullptr;
+  if (with_columns_) {
+    columns = head_columns_.data() + h * t;
+    std::fill(columns, columns + seen, 0.0);
   }
-  // Heads are independent (each writes only its own entries of `sums` and
-  // its own columns), so they run on the model's threads.
-  core::ParallelFor(block.num_heads, 1, [&](int64_t head_begin, int64_t head_end) {
-    for (int64_t h = head_begin; h < head_end; ++h) {
-      const float* norms = use_value_norms ? block.value_norms + h * t : nullptr;
-      double* columns = nullptr;
-      if (head_columns != nullptr) {
-        columns = head_columns + h * t;
-        std::fill(columns, columns + seen, 0.0);
-      }
-      // The head's sums of this block in locals, added once at the end: the
-      // heads' running sums are neighbours in memory, shared by the threads.
-      HeadSums head;
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* row = block.probs + (h * rows + r) * t;
-        AddRow(row, norms, block.query_begin + r, &head, columns);
-      }
-      const auto k = static_cast<size_t>(h);
-      if (head.has_sink) sums.sink[k] = head.sink;
-      sums.first_mass[k] += head.first_mass;
-      sums.entropy[k] += head.entropy;
-      sums.prev[k] += head.prev;
-      sums.vw_raw[k] += head.vw_raw;
-      sums.vw_norm[k] += head.vw_norm;
-      sums.induction[k] += head.induction;
-    }
-  });
-  if (column_sums == nullptr) return;
+  // The head's sums of this block in locals, added once at the end: the
+  // heads' running sums are neighbours in memory, shared by the threads.
+  HeadSums head;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = block.probs + (h * rows + r) * t;
+    AddRow(row, norms, block.query_begin + r, &head, columns);
+  }
+  LayerSums& sums = layers_[static_cast<size_t>(block.layer)];
+  const auto k = static_cast<size_t>(h);
+  if (head.has_sink) sums.sink[k] = head.sink;
+  sums.first_mass[k] += head.first_mass;
+  sums.entropy[k] += head.entropy;
+  sums.prev[k] += head.prev;
+  sums.vw_raw[k] += head.vw_raw;
+  sums.vw_norm[k] += head.vw_norm;
+  sums.induction[k] += head.induction;
+}
+
+void HeadStatsAccumulator::EndBlock(const model::AttentionBlock& block, double* column_sums) {
+  if (!with_columns_ || column_sums == nullptr) return;
+  // Each head added its rows into its own T doubles; the heads go into
+  // `column_sums` in order here, so the sums do not depend on how the heads
+  // were split among threads.
+  const int64_t t = num_tokens_;
+  const int64_t seen = std::min(block.query_end, t);
   for (int64_t h = 0; h < block.num_heads; ++h) {
-    const double* columns = head_columns + h * t;
+    const double* columns = head_columns_.data() + h * t;
     for (int64_t j = 0; j < seen; ++j) column_sums[j] += columns[j];
   }
+}
+
+void HeadStatsAccumulator::AddBlock(const model::AttentionBlock& block, bool use_value_norms,
+                                    double* column_sums) {
+  StartBlock(block, column_sums != nullptr);
+  // Heads are independent (each writes only its own entries of the sums and
+  // its own columns), so they run on the model's threads.
+  core::ParallelFor(block.num_heads, 1, [&](int64_t head_begin, int64_t head_end) {
+    for (int64_t h = head_begin; h < head_end; ++h) AddHead(block, h, use_value_norms);
+  });
+  EndBlock(block, column_sums);
 }
 
 HeadStats HeadStatsAccumulator::Finish(int64_t num_layers, int64_t num_heads,

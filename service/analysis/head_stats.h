@@ -43,6 +43,16 @@ class HeadStatsAccumulator {
   void AddBlock(const model::AttentionBlock& block, bool use_value_norms,
                 double* column_sums = nullptr);
 
+  // AddBlock in three steps, for a runtime that hands over heads as it
+  // computes them: StartBlock (sizes the sums; with_columns: the block's
+  // rows will also go into column sums), AddHead for every head (calls for
+  // different heads may run at the same time; block.probs must hold head
+  // h's rows by then), EndBlock (adds the heads' columns into
+  // `column_sums`, in head order). The same sums as AddBlock, bit for bit.
+  void StartBlock(const model::AttentionBlock& block, bool with_columns);
+  void AddHead(const model::AttentionBlock& block, int64_t head, bool use_value_norms);
+  void EndBlock(const model::AttentionBlock& block, double* column_sums);
+
   // The statistics of layers 0..num_layers-1 with `num_heads` heads each,
   // assuming every row of every layer was added exactly once.
   HeadStats Finish(int64_t num_layers, int64_t num_heads, bool with_value_norms) const;
@@ -64,6 +74,7 @@ class HeadStatsAccumulator {
   int64_t induction_n_ = 0;
   int64_t num_tokens_ = 0;
   std::vector<LayerSums> layers_;
+  bool with_columns_ = false;  // this block's rows also go into head_columns_
   std::vector<double> head_columns_;  // (H, T): each head's received columns of one block
 };
 

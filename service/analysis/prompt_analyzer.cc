@@ -35,6 +35,7 @@ model::ObserverNeeds PromptAnalyzer::Needs() const {
   needs.hidden_states = true;
   needs.logits = true;
   needs.logits_in_blocks = true;
+  needs.attention_by_head = options_.heads_as_computed;
   return needs;
 }
 
@@ -45,6 +46,7 @@ void PromptAnalyzer::Fail(absl::Status status) {
 void PromptAnalyzer::OnBegin(int sequence, int64_t num_tokens) {
   if (sequence != sequence_) return;
   begun_ = true;
+  open_block_ = false;
   error_ = absl::OkStatus();
   num_tokens_ = num_tokens;
   num_heads_ = 0;
@@ -127,14 +129,39 @@ absl::Status PromptAnalyzer::CheckBlock(const model::AttentionBlock& b) const {
   return absl::OkStatus();
 }
 
-void PromptAnalyzer::OnAttention(const model::AttentionBlock& block) {
+void PromptAnalyzer::OnAttentionStart(const model::AttentionBlock& block) {
   if (block.sequence != sequence_ || !error_.ok()) return;
   if (absl::Status status = CheckBlock(block); !status.ok()) return Fail(std::move(status));
+  heads_.StartBlock(block, received_.column_sums() != nullptr);
+  open_block_ = true;
+}
+
+void PromptAnalyzer::OnAttentionHead(const model::AttentionBlock& block, int64_t head) {
+  // Only reads what OnAttentionStart set: safe on several threads at once.
+  if (block.sequence != sequence_ || !open_block_ || head < 0 || head >= block.num_heads) return;
+  heads_.AddHead(block, head, options_.want_value_norms);
+}
+
+void PromptAnalyzer::OnAttention(const model::AttentionBlock& block) {
+  if (block.sequence != sequence_ || !error_.ok()) return;
+  if (block.heads_published && !open_block_) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+        "OnAttention(layer ", block.layer, ", rows [", block.query_begin, ", ", block.query_end,
+        ")): heads published without OnAttentionStart")));
+  }
+  if (!block.heads_published) {
+    if (absl::Status status = CheckBlock(block); !status.ok()) return Fail(std::move(status));
+  }
+  open_block_ = false;
   num_heads_ = block.num_heads;
   const auto layer = static_cast<size_t>(block.layer);
   if (rows_done_.size() <= layer) rows_done_.resize(layer + 1, 0);
   rows_done_[layer] = block.query_end;
-  heads_.AddBlock(block, options_.want_value_norms, received_.column_sums());
+  if (block.heads_published) {
+    heads_.EndBlock(block, received_.column_sums());
+  } else {
+    heads_.AddBlock(block, options_.want_value_norms, received_.column_sums());
+  }
 }
 
 void PromptAnalyzer::OnLogits(int sequence, const float* logits, int64_t num_tokens,

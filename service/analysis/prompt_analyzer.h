@@ -47,6 +47,11 @@ struct AnalysisOptions {
   int64_t top_k = 5;
   // Told after each layer (not owned; may be null).
   LayerListener* layer_listener = nullptr;
+  // Take each head of an attention block as the runtime computes it, on the
+  // thread that computed it (Needs().attention_by_head), while it is still
+  // in that core's cache. false: whole blocks after the kernel (the same
+  // numbers, bit for bit; for comparisons).
+  bool heads_as_computed = true;
 };
 
 class PromptAnalyzer : public model::ForwardObserver {
@@ -62,6 +67,11 @@ class PromptAnalyzer : public model::ForwardObserver {
   void OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
                      int64_t width) override;
   void OnAttention(const model::AttentionBlock& block) override;
+  // Takes each head as the runtime computes it (Needs().attention_by_head):
+  // OnAttentionStart validates the block, OnAttentionHead (on any thread,
+  // several at once) adds one head's rows, OnAttention ends the block.
+  void OnAttentionStart(const model::AttentionBlock& block) override;
+  void OnAttentionHead(const model::AttentionBlock& block, int64_t head) override;
   void OnLogits(int sequence, const float* logits, int64_t num_tokens, int64_t vocab) override;
   // Takes the logits in blocks of rows (Needs().logits_in_blocks).
   void OnLogitsBlock(int sequence, int64_t row_begin, const float* logits, int64_t rows,
@@ -84,6 +94,7 @@ class PromptAnalyzer : public model::ForwardObserver {
   AnalysisOptions options_;
   int sequence_ = 0;
   bool begun_ = false;
+  bool open_block_ = false;  // between a valid OnAttentionStart and its OnAttention
   int64_t num_tokens_ = 0;
   int64_t num_heads_ = 0;
   int64_t vocab_ = 0;

@@ -139,8 +139,15 @@ at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const
   float* op = out.data_ptr<float>();
   for (int64_t begin = 0; begin < tokens; begin += block) {
     const int64_t rows = std::min(block, tokens - begin);
+    const bool observed = observers.needs().attention;
+    if (observed) {
+      observers.StartAttention(step.layer, begin, batch, heads, rows, num_keys, probs,
+                               value_norms);
+    }
     // One (sequence, head) per task: its scores stay in the core's cache and
-    // BLAS runs single-threaded inside the parallel region.
+    // BLAS runs single-threaded inside the parallel region. Observers that
+    // take heads one by one read each head right after it is computed, while
+    // it is still in this core's cache.
     at::parallel_for(0, batch * heads, 1, [&](int64_t first, int64_t end) {
       for (int64_t bh = first; bh < end; ++bh) {
         const int64_t b = bh / heads, h = bh % heads, kv = h / group;
@@ -163,9 +170,10 @@ at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const
         a.scale = static_cast<float>(step.score_scale);
         a.softcap = static_cast<float>(step.softcap);
         HeadAttention(a);
+        if (observed) observers.PublishAttentionHead(b, h);
       }
     });
-    if (observers.needs().attention) {
+    if (observed) {
       observers.PublishAttention(step.layer, begin,
                                  at::from_blob(probs, {batch, heads, rows, num_keys}),
                                  value_norms);

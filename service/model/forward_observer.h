@@ -20,6 +20,11 @@ struct ObserverNeeds {
   // OnLogitsBlock instead of all at once through OnLogits. When every
   // observer of the logits does, the runtime never holds all T x V of them.
   bool logits_in_blocks = false;
+  // With `attention`: the observer also takes each head of a block on its
+  // own, as soon as the runtime has computed it and while it is still in the
+  // computing core's cache (OnAttentionStart, OnAttentionHead, then
+  // OnAttention with heads_published set).
+  bool attention_by_head = false;
 };
 
 // Attention probabilities of one layer for query rows [query_begin, query_end)
@@ -40,6 +45,9 @@ struct AttentionBlock {
   // reports the norms of the value head it reads. With a sliding window W,
   // probs are also zero where j <= query - W.
   const float* value_norms = nullptr;
+  // Set in the OnAttention that ends a block whose heads an observer with
+  // Needs().attention_by_head has already taken through OnAttentionHead.
+  bool heads_published = false;
 };
 
 class ForwardObserver {
@@ -62,6 +70,22 @@ class ForwardObserver {
   // Attention probabilities of one layer, one block of query rows. Blocks of
   // a layer arrive in order and cover every query row exactly once.
   virtual void OnAttention(const AttentionBlock& block) {}
+
+  // For observers whose Needs() sets attention_by_head, each block comes in
+  // three steps:
+  //   1. OnAttentionStart(block) on the runtime's thread, before any of the
+  //      block's probabilities exist (block.probs points to where they will
+  //      be; the shape and value_norms are final);
+  //   2. OnAttentionHead(block, h) once for every head h, as soon as head
+  //      h's probabilities are in place, on the runtime's compute threads:
+  //      calls for different heads of the block may run at the same time;
+  //   3. OnAttention(block) with block.heads_published set, on the runtime's
+  //      thread, after every head's call has returned.
+  // Other callers (e.g. tensors replayed from a file) may go straight to
+  // OnAttention with heads_published unset: the observer then takes every
+  // head there.
+  virtual void OnAttentionStart(const AttentionBlock& block) {}
+  virtual void OnAttentionHead(const AttentionBlock& block, int64_t head) {}
 
   // Logits (T, V) row-major float32 of one sequence; row i predicts token i+1.
   virtual void OnLogits(int sequence, const float* logits, int64_t num_tokens,

@@ -140,5 +140,7 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadLanguageModel(
 // Sets the number of intra-op threads libtorch uses (n <= 0: all cores).
 // Returns the number in effect.
 int SetComputeThreads(int n);
+// The number of intra-op threads libtorch uses now.
+int ComputeThreads();
 
 }  // namespace attnscope::model

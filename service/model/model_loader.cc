@@ -36,4 +36,6 @@ int SetComputeThreads(int n) {
   return at::get_num_threads();
 }
 
+int ComputeThreads() { return at::get_num_threads(); }
+
 }  // namespace attnscope::model

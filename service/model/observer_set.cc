@@ -1,5 +1,7 @@
 #include "service/model/observer_set.h"
 
+#include <ATen/Parallel.h>
+
 namespace attnscope::model {
 
 ObserverSet::ObserverSet(const std::vector<ForwardObserver*>& observers) {
@@ -8,6 +10,7 @@ ObserverSet::ObserverSet(const std::vector<ForwardObserver*>& observers) {
     observers_.push_back(o);
     const ObserverNeeds n = o->Needs();
     needs_.attention |= n.attention;
+    if (n.attention && n.attention_by_head) by_head_.push_back(o);
     needs_.value_norms |= n.value_norms;
     needs_.hidden_states |= n.hidden_states;
     needs_.logits |= n.logits;
@@ -33,6 +36,41 @@ void ObserverSet::PublishHidden(int state, const at::Tensor& x) {
   }
 }
 
+void ObserverSet::StartBlocks(int layer, int64_t query_begin, int64_t batch, int64_t heads,
+                              int64_t rows, int64_t keys, const float* probs,
+                              const at::Tensor& value_norms) {
+  block_value_norms_ = value_norms;
+  blocks_.assign(static_cast<size_t>(batch), AttentionBlock{});
+  for (int64_t b = 0; b < batch; ++b) {
+    AttentionBlock& block = blocks_[static_cast<size_t>(b)];
+    block.layer = layer;
+    block.sequence = static_cast<int>(b);
+    block.num_heads = heads;
+    block.num_keys = keys;
+    block.query_begin = query_begin;
+    block.query_end = query_begin + rows;
+    block.probs = probs + b * heads * rows * keys;
+    if (value_norms.defined()) block.value_norms = value_norms.data_ptr<float>() + b * heads * keys;
+  }
+  for (const AttentionBlock& block : blocks_) {
+    for (ForwardObserver* o : by_head_) o->OnAttentionStart(block);
+  }
+}
+
+void ObserverSet::StartAttention(int layer, int64_t query_begin, int64_t batch, int64_t heads,
+                                 int64_t rows, int64_t keys, const float* probs,
+                                 const at::Tensor& value_norms) {
+  if (by_head_.empty()) return;
+  StartBlocks(layer, query_begin, batch, heads, rows, keys, probs, value_norms);
+  started_ = true;
+}
+
+void ObserverSet::PublishAttentionHead(int64_t sequence, int64_t head) const {
+  if (!started_) return;
+  const AttentionBlock& block = blocks_[static_cast<size_t>(sequence)];
+  for (ForwardObserver* o : by_head_) o->OnAttentionHead(block, head);
+}
+
 void ObserverSet::PublishAttention(int layer, int64_t query_begin, const at::Tensor& probs,
                                    const at::Tensor& value_norms) {
   if (!needs_.attention) return;
@@ -40,12 +78,21 @@ void ObserverSet::PublishAttention(int layer, int64_t query_begin, const at::Ten
   const at::Tensor p = probs.to(at::kCPU).contiguous();  // (B, H, rows, S)
   const at::Tensor vn =
       value_norms.defined() ? value_norms.to(at::kCPU).contiguous() : value_norms;
-  for (int64_t b = 0; b < p.size(0); ++b) {
+  const int64_t batch = p.size(0), heads = p.size(1);
+  if (!by_head_.empty() && !started_) {
+    // A kernel that did not publish head by head: hand the heads over here.
+    StartBlocks(layer, query_begin, batch, heads, p.size(2), p.size(3), p.data_ptr<float>(), vn);
+    started_ = true;
+    at::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t bh = begin; bh < end; ++bh) PublishAttentionHead(bh / heads, bh % heads);
+    });
+  }
+  for (int64_t b = 0; b < batch; ++b) {
     const at::Tensor pb = p[b];
     AttentionBlock block;
     block.layer = layer;
     block.sequence = static_cast<int>(b);
-    block.num_heads = p.size(1);
+    block.num_heads = heads;
     block.num_keys = p.size(3);
     block.query_begin = query_begin;
     block.query_end = query_begin + p.size(2);
@@ -56,9 +103,16 @@ void ObserverSet::PublishAttention(int layer, int64_t query_begin, const at::Ten
       block.value_norms = vb.data_ptr<float>();
     }
     for (ForwardObserver* o : observers_) {
-      if (o->Needs().attention) o->OnAttention(block);
+      const ObserverNeeds n = o->Needs();
+      if (!n.attention) continue;
+      AttentionBlock mine = block;
+      mine.heads_published = started_ && n.attention_by_head;
+      o->OnAttention(mine);
     }
   }
+  started_ = false;
+  blocks_.clear();
+  block_value_norms_ = at::Tensor();
 }
 
 void ObserverSet::PublishLogits(const at::Tensor& logits) {

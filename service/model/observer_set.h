@@ -25,6 +25,19 @@ class ObserverSet {
   // value_norms is (B, H, S) or undefined.
   void PublishAttention(int layer, int64_t query_begin, const at::Tensor& probs,
                         const at::Tensor& value_norms);
+  // True when some observer takes attention head by head
+  // (Needs().attention_by_head).
+  bool attention_by_head() const { return !by_head_.empty(); }
+  // A kernel that computes a block head by head on the CPU into `probs`
+  // ((B, H, rows, S) float32, row-major; not yet filled in) calls this
+  // first, then PublishAttentionHead for each (sequence, head) once its rows
+  // are in place (from any thread), then PublishAttention with the same
+  // block. value_norms: (B, H, S) float32 on the CPU, contiguous, or
+  // undefined. Without StartAttention, PublishAttention hands the heads to
+  // those observers itself.
+  void StartAttention(int layer, int64_t query_begin, int64_t batch, int64_t heads, int64_t rows,
+                      int64_t keys, const float* probs, const at::Tensor& value_norms);
+  void PublishAttentionHead(int64_t sequence, int64_t head) const;
   // logits is (B, T, V): OnLogits, or one OnLogitsBlock of all T rows.
   void PublishLogits(const at::Tensor& logits);
   // True when every observer of the logits takes them in row blocks.
@@ -34,7 +47,15 @@ class ObserverSet {
   void PublishLogitsBlock(int64_t row_begin, const at::Tensor& logits, int64_t num_tokens);
 
  private:
+  void StartBlocks(int layer, int64_t query_begin, int64_t batch, int64_t heads, int64_t rows,
+                   int64_t keys, const float* probs, const at::Tensor& value_norms);
+
   std::vector<ForwardObserver*> observers_;
+  std::vector<ForwardObserver*> by_head_;  // those with Needs().attention_by_head
+  // The block between StartAttention and PublishAttention: one per sequence.
+  std::vector<AttentionBlock> blocks_;
+  at::Tensor block_value_norms_;  // keeps blocks_' value norms alive
+  bool started_ = false;
   ObserverNeeds needs_;
   bool logits_in_blocks_ = true;
 };

@@ -105,10 +105,12 @@ std::vector<int64_t> RandomIds(int64_t n, int64_t vocab) {
 // Every statistic of `ids` (value norms, surprisal and top predictions
 // included), as stats JSON, with `block` query rows per attention block.
 absl::StatusOr<nlohmann::json> StatsJson(const model::LanguageModel& lm,
-                                         const std::vector<int64_t>& ids, int64_t block) {
+                                         const std::vector<int64_t>& ids, int64_t block,
+                                         bool head_by_head = true) {
   AnalysisOptions options;
   options.want_value_norms = true;
   options.input_ids = ids;
+  options.heads_as_computed = head_by_head;
   PromptAnalyzer analyzer(options);
   model::ForwardOptions forward;
   forward.query_block_size = block;
@@ -210,6 +212,35 @@ TEST(LongPromptTest, StatisticsOnThreadsEqualOneThreadExactly) {
     const double diff = test::MaxJsonDiff(*four, *serial, &mismatch);
     EXPECT_TRUE(diff == 0.0) << "block " << block << ": max |diff| " << diff << " " << mismatch;
   }
+}
+
+// The analyzer takes each head inside the attention kernel's task, right
+// after the head is computed, on whichever of libtorch's threads computed
+// it (Needs().attention_by_head); given the same blocks whole instead, it
+// reports the same numbers, bit for bit, whatever the thread count. (The
+// forward pass's own numbers may depend on the thread count, so each count
+// is compared with itself.)
+TEST(LongPromptTest, HeadsTakenInTheKernelEqualWholeBlocksExactly) {
+  RandomLlama checkpoint(512);
+  auto lm = model::LoadLanguageModel(checkpoint.dir());
+  ASSERT_TRUE(lm.ok()) << lm.status();
+  const std::vector<int64_t> ids = RandomIds(512, RandomLlama::kVocab);
+  const int threads = model::ComputeThreads();
+  for (int n : {1, 3, threads}) {
+    model::SetComputeThreads(n);
+    for (int64_t block : {int64_t{0}, int64_t{48}, int64_t{512}}) {
+      absl::StatusOr<nlohmann::json> by_head = StatsJson(**lm, ids, block, true);
+      absl::StatusOr<nlohmann::json> whole = StatsJson(**lm, ids, block, false);
+      ASSERT_TRUE(by_head.ok()) << by_head.status();
+      ASSERT_TRUE(whole.ok()) << whole.status();
+      std::string mismatch;
+      const double diff = test::MaxJsonDiff(*by_head, *whole, &mismatch);
+      EXPECT_TRUE(diff == 0.0) << n << " threads, block " << block << ": max |diff| " << diff
+                               << " " << mismatch;
+      EXPECT_TRUE(*by_head == *whole) << n << " threads, block " << block;
+    }
+  }
+  model::SetComputeThreads(threads);
 }
 
 TEST(LongPromptTest, PromptsAreAcceptedUpToThePositionsAndRefusedBeyond) {

@@ -75,8 +75,11 @@ TEST(ObserverTest, NeedsFollowTheOptions) {
   model::ObserverNeeds needs = PromptAnalyzer(options).Needs();
   EXPECT_TRUE(needs.attention && needs.hidden_states && needs.logits);
   EXPECT_FALSE(needs.value_norms);
+  EXPECT_TRUE(needs.attention_by_head);
   options.want_value_norms = true;
   EXPECT_TRUE(PromptAnalyzer(options).Needs().value_norms);
+  options.heads_as_computed = false;
+  EXPECT_FALSE(PromptAnalyzer(options).Needs().attention_by_head);
 }
 
 TEST(ObserverTest, ValidStreamAndOtherSequencesIgnored) {
@@ -100,6 +103,40 @@ TEST(ObserverTest, ValidStreamAndOtherSequencesIgnored) {
   PromptAnalyzer second(AnalysisOptions{}, /*sequence=*/1);
   st.All(&second);  // all for sequence 0
   ExpectRejected(second, "no OnBegin");
+}
+
+// Head by head (as the runtime's kernel hands them over) or whole blocks
+// (as a replay of recorded tensors does): the same statistics.
+TEST(ObserverTest, HeadByHeadEqualsWholeBlocks) {
+  Stream st;
+  PromptAnalyzer whole(AnalysisOptions{}), by_head(AnalysisOptions{});
+  EXPECT_TRUE(by_head.Needs().attention_by_head);
+  for (PromptAnalyzer* a : {&whole, &by_head}) {
+    st.Begin(a);
+    st.State(a, 0);
+    for (int l = 0; l < kLayers; ++l) {
+      for (int64_t begin : {int64_t{0}, int64_t{2}}) {  // blocks of rows [0, 2) and [2, 3)
+        model::AttentionBlock b = st.Block(l, begin, begin == 0 ? 2 : kT);
+        if (a == &by_head) {
+          a->OnAttentionStart(b);
+          a->OnAttentionHead(b, 0);
+          b.heads_published = true;
+        }
+        a->OnAttention(b);
+      }
+      st.State(a, l + 1);
+    }
+    st.Logits(a);
+  }
+  absl::StatusOr<PromptStats> a = whole.Finish(), b = by_head.Finish();
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->sink_score, b->sink_score);
+  EXPECT_EQ(a->attention_entropy, b->attention_entropy);
+  EXPECT_EQ(a->first_token_mass, b->first_token_mass);
+  EXPECT_EQ(a->prev_token_score, b->prev_token_score);
+  EXPECT_EQ(a->received, b->received);
+  EXPECT_NEAR(b->sink_score[1][0], 1.0 / 3, 1e-7);
 }
 
 TEST(ObserverTest, RestartAfterAFailedRun) {
@@ -158,6 +195,23 @@ TEST(ObserverTest, RejectsInconsistentStreams) {
          st.Layer(a, 0);
          model::AttentionBlock b = st.Block(1, 0, 1);
          b.num_heads = 2;
+         a->OnAttention(b);
+       }},
+      {"heads published without OnAttentionStart",
+       [&](PromptAnalyzer* a) {
+         st.Begin(a);
+         model::AttentionBlock b = st.Block(0, 0, kT);
+         b.heads_published = true;
+         a->OnAttention(b);
+       }},
+      {"num_keys 4 != T = 3",  // caught at the start of a head-by-head block
+       [&](PromptAnalyzer* a) {
+         st.Begin(a);
+         model::AttentionBlock b = st.Block(0, 0, kT);
+         b.num_keys = 4;
+         a->OnAttentionStart(b);
+         a->OnAttentionHead(b, 0);
+         b.heads_published = true;
          a->OnAttention(b);
        }},
       {"layer outside", [&](PromptAnalyzer* a) {
