@@ -14,15 +14,23 @@ inline constexpr int64_t kAutoAttentionBlockBytes = int64_t{8} << 20;
 // Blocks of fewer rows pay BLAS's packing of the keys once per few rows: the
 // automatic choice takes up to 4 x the budget to keep this many rows.
 inline constexpr int64_t kAutoMinBlockRows = 64;
+// Nor more rows than this: a block of 128 rows is 256 KiB of probabilities
+// per head at T = 512 and 512 KiB at T = 1024 (one core's L2 on the Zen 3
+// machines of the README), and GPT-2 small's analysis was fastest with
+// blocks of 128 rows at both T (perf_compare_bench --sweep-blocks: 336 and
+// 256 rows were slower at T = 512, 160 at T = 1024). Smaller blocks also
+// skip more of the causal mask's zeros.
+inline constexpr int64_t kAutoMaxBlockRows = 128;
 
 // The query rows per block for a layer of `heads` attention maps (sequences
 // x query heads) over `queries` query rows and `keys` keys.
 // requested > 0: min(requested, queries) (requested >= queries: whole layers).
-// requested == 0 (automatic): all rows while heads x queries x keys float32
-// values fit in `budget_bytes`, otherwise the largest multiple of 16 rows
-// that fits (at least 16), raised to up to kAutoMinBlockRows rows where they
-// fit in 4 x `budget_bytes` (or `queries` when fewer). Every argument but
-// `requested` is >= 1; requested < 0 is treated as 0.
+// requested == 0 (automatic): the largest multiple of 16 rows (at least 16)
+// whose heads x rows x keys float32 values fit in `budget_bytes`, raised to
+// up to kAutoMinBlockRows rows where they fit in 4 x `budget_bytes`, and at
+// most kAutoMaxBlockRows (or `queries` when fewer: a prompt of up to 128
+// tokens goes in one block). Every argument but `requested` is >= 1;
+// requested < 0 is treated as 0.
 int64_t QueryBlockRows(int64_t requested, int64_t heads, int64_t queries, int64_t keys,
                        int64_t budget_bytes = kAutoAttentionBlockBytes);
 

@@ -62,9 +62,10 @@ class KvCache {
 
 struct ForwardOptions {
   // Query rows per attention block: B > 0 bounds the extra memory per layer
-  // to H x B x T (B >= T: whole layers); 0 chooses automatically: whole
-  // layers while a layer's probabilities fit kAutoAttentionBlockBytes
-  // (attention_blocks.h), else blocks that fit, so memory stays linear in T.
+  // to H x B x T (B >= T: whole layers); 0 chooses automatically: blocks
+  // of at most kAutoMaxBlockRows rows whose probabilities fit
+  // kAutoAttentionBlockBytes (attention_blocks.h), so memory stays linear
+  // in T.
   int64_t query_block_size = 0;
   // Heads to ablate, and how.
   std::vector<HeadRef> ablate;

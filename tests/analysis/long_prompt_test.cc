@@ -137,11 +137,16 @@ void ExpectBlocksMatchWholeLayers(const model::LanguageModel& lm, const std::vec
 
 TEST(LongPromptTest, AutomaticBlocksKeepALayerUnderTheBudget) {
   // 8 heads x 1536 keys x 4 bytes = 48 KiB a row: 170 rows fit 8 MiB,
-  // rounded down to 160.
-  EXPECT_EQ(model::QueryBlockRows(0, 8, 1536, 1536), 160);
-  EXPECT_EQ(model::QueryBlockRows(0, 12, 1024, 1024), 160);  // GPT-2 small at T = 1024
-  EXPECT_EQ(model::QueryBlockRows(0, 8, 512, 512), 512);     // exactly 8 MiB: whole
-  EXPECT_EQ(model::QueryBlockRows(0, 8, 1024, 1024), 256);
+  // rounded down to 160, at most 128.
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 1536, 1536), 128);
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 1536, 1536, int64_t{6} << 20), 128);  // 6 MiB: 128
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 1536, 1536, int64_t{5} << 20), 96);   // 5 MiB: 106
+  EXPECT_EQ(model::QueryBlockRows(0, 12, 1024, 1024), 128);  // GPT-2 small at T = 1024
+  EXPECT_EQ(model::QueryBlockRows(0, 12, 512, 512), 128);    // and at T = 512 (341 fit)
+  EXPECT_EQ(model::QueryBlockRows(0, 12, 128, 128), 128);    // and at T = 128: one block
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 512, 512), 128);     // 8 MiB would be the whole layer
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 100, 100), 100);     // a short prompt: one block
+  EXPECT_EQ(model::QueryBlockRows(0, 8, 4096, 4096), 64);    // 128 KiB a row: 64 in 8 MiB
   // 512 KiB a row: 16 rows fit 8 MiB, but 64 fit 4 x 8 MiB.
   EXPECT_EQ(model::QueryBlockRows(0, 8, 16384, 16384), 64);
   EXPECT_EQ(model::QueryBlockRows(0, 8, 16384, 16384, int64_t{32} << 20), 64);
