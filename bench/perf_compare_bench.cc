@@ -6,7 +6,7 @@
 //     the best sgemm time of every product the model does);
 //   - the plain forward pass (logits only);
 //   - the analysis with every statistic (PromptAnalyzer, as `attnscope
-//     analyze` runs it), whole layers and query blocks of 64;
+//     analyze` runs it), in the automatic query blocks and in blocks of 64;
 //   - a plain PyTorch eager GPT-2 keeping every attention and hidden state
 //     (bench/pytorch_eager_gpt2.py, same weights, ids and threads), when
 //     /usr/bin/python3 has torch (Debian's python3-torch);
@@ -16,11 +16,18 @@
 // runs after one warm-up.
 //
 // Usage: perf_compare_bench [--threads N] [--repeats R] [--tokens 128,512,1024]
-//                           [--floor-only | --analysis-only]
+//                           [--floor-only | --analysis-only [--block N]]
+//                           [--sweep-blocks 0,64,128 [--rounds N]]
+// --sweep-blocks: instead of the comparison, the analysis at each T with each
+// query block size (0: the automatic choice), with the heads taken inside the
+// attention kernel ("kernel", the default) and as whole blocks after it
+// ("after"), interleaved for N rounds (default 3), with each median over the
+// rounds and its ratio to the first configuration's.
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +44,7 @@
 #include "bench/bench_support.h"
 #include "bench/sgemm_floor.h"
 #include "service/analysis/prompt_analyzer.h"
+#include "service/model/attention_blocks.h"
 #include "service/model/blas_info.h"
 #include "service/model/language_model.h"
 #include "service/model/tensor_cache.h"
@@ -51,9 +59,12 @@ struct Flags {
   int repeats = 3;
   std::vector<int64_t> tokens = {128, 512, 1024};
   bool floor_only = false;  // just the sgemm floor (e.g. to compare OPENBLAS_CORETYPE values)
-  // --analysis-only: one in-process analysis (whole layers) and its figures,
+  // --analysis-only: one in-process analysis (automatic blocks) and its figures,
   // for profiling (perf record) and memory checks without child processes.
   bool analysis_only = false;
+  int64_t block = 0;  // --block: the query block size of --analysis-only (0: automatic)
+  std::vector<int64_t> sweep_blocks;  // --sweep-blocks
+  int rounds = 3;
 };
 
 // Reads only the logits, block by block as the analyzer does: the plain
@@ -86,7 +97,7 @@ std::string ReadFileText(const std::string& path) {
 
 // One configuration of attnscope in a child: plain (block < 0) or analysis.
 Measurement MeasureAttnscope(const std::string& dir, const Flags& f, int64_t tokens,
-                             int64_t block) {
+                             int64_t block, bool heads_as_computed = true) {
   std::unique_ptr<model::LanguageModel> lm;
   const std::vector<int64_t> ids = RandomIds(tokens);
   auto setup = [&] {
@@ -107,6 +118,7 @@ Measurement MeasureAttnscope(const std::string& dir, const Flags& f, int64_t tok
     analysis::AnalysisOptions options;  // what engine::RunAnalysis asks for
     options.want_value_norms = true;
     options.input_ids = ids;
+    options.heads_as_computed = heads_as_computed;
     analysis::PromptAnalyzer analyzer(options);
     model::ForwardOptions forward;
     forward.query_block_size = block;
@@ -202,8 +214,10 @@ int AnalysisOnly(const std::string& dir, const Flags& f) {
       options.want_value_norms = true;
       options.input_ids = ids;
       analysis::PromptAnalyzer analyzer(options);
+      model::ForwardOptions forward;
+      forward.query_block_size = f.block;
       const auto start = std::chrono::steady_clock::now();
-      if (!(*lm)->Forward({ids}, {}, {&analyzer}).ok() || !analyzer.Finish().ok()) return 1;
+      if (!(*lm)->Forward({ids}, forward, {&analyzer}).ok() || !analyzer.Finish().ok()) return 1;
       std::printf("T=%ld analysis %.0f ms, VmHWM %.0f MiB\n", static_cast<long>(t),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() *
                       1000,
@@ -222,6 +236,46 @@ int AnalysisOnly(const std::string& dir, const Flags& f) {
   return 0;
 }
 
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[(v.size() - 1) / 2];
+}
+
+// --sweep-blocks: the analysis with each block size, interleaved in rounds.
+int SweepBlocks(const std::string& dir, const Flags& f) {
+  std::printf("%5s %6s %6s %-6s %9s %9s %8s %9s\n", "T", "block", "rows", "heads", "median",
+              "best", "ratio", "peak MiB");
+  for (int64_t t : f.tokens) {
+    // Each block size with the heads taken as computed ("kernel") and as
+    // whole blocks after the kernel ("after").
+    const size_t n = 2 * f.sweep_blocks.size();
+    std::vector<std::vector<double>> seconds(n);
+    std::vector<double> peak(n, 0.0);
+    for (int round = 0; round < f.rounds; ++round) {
+      for (size_t i = 0; i < n; ++i) {
+        const Measurement m = MeasureAttnscope(dir, f, t, f.sweep_blocks[i / 2], i % 2 == 0);
+        if (!m.ok) return 1;
+        seconds[i].push_back(m.median_seconds);
+        peak[i] = std::max(peak[i], m.peak_rss_mib);
+      }
+    }
+    const double first = Median(seconds[0]);
+    for (size_t i = 0; i < n; ++i) {
+      const double median = Median(seconds[i]);
+      const int64_t block = f.sweep_blocks[i / 2];
+      std::printf("%5ld %6ld %6ld %-6s %9.0f %9.0f %8.3f %9.0f\n", static_cast<long>(t),
+                  static_cast<long>(block),
+                  static_cast<long>(model::QueryBlockRows(block, kHeads, t, t)),
+                  i % 2 == 0 ? "kernel" : "after", median * 1000,
+                  *std::min_element(seconds[i].begin(), seconds[i].end()) * 1000,
+                  median / first, peak[i]);
+    }
+    std::fflush(stdout);
+  }
+  std::printf("load average at the end %s\n", LoadAverage().c_str());
+  return 0;
+}
+
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
   for (int i = 1; i < argc; ++i) {
@@ -231,10 +285,13 @@ Flags ParseFlags(int argc, char** argv) {
     if (flag == "--analysis-only") f.analysis_only = true;
     if (flag == "--threads" && has_value) f.threads = std::atoi(argv[++i]);
     if (flag == "--repeats" && has_value) f.repeats = std::atoi(argv[++i]);
-    if (flag == "--tokens" && has_value) {
-      f.tokens.clear();
+    if (flag == "--block" && has_value) f.block = std::atoll(argv[++i]);
+    if (flag == "--rounds" && has_value) f.rounds = std::max(1, std::atoi(argv[++i]));
+    if ((flag == "--tokens" || flag == "--sweep-blocks") && has_value) {
+      std::vector<int64_t>& list = flag == "--tokens" ? f.tokens : f.sweep_blocks;
+      list.clear();
       std::stringstream s(argv[++i]);
-      for (std::string t; std::getline(s, t, ',');) f.tokens.push_back(std::atoll(t.c_str()));
+      for (std::string t; std::getline(s, t, ',');) list.push_back(std::atoll(t.c_str()));
     }
   }
   return f;
@@ -267,6 +324,7 @@ int main(int argc, char** argv) {
   std::printf("%5s %9s %9s %9s %9s %9s %9s | %7s %7s %7s %8s | %8s %8s %8s\n", "", "ms", "ms", "ms",
               "ms", "ms", "ms", "", "<=1.10", "", "", "MiB", "MiB", "MiB");
   if (f.analysis_only) return AnalysisOnly(dir, f);
+  if (!f.sweep_blocks.empty()) return SweepBlocks(dir, f);
   std::vector<std::string> notes;
   for (int64_t t : f.tokens) {
     const FloorResult floor = MeasureSgemmFloor(
@@ -302,7 +360,7 @@ int main(int argc, char** argv) {
                     ")" +
                     ", analysis blocks of 64 " +
                     std::to_string(static_cast<int>(blocks.peak_rss_mib)) +
-                    "; the whole-layer analysis at its end: file pages " +
+                    "; the analysis at its end: file pages " +
                     std::to_string(static_cast<int>(whole.file_rss_mib)) + " (" +
                     std::to_string(static_cast<int>(whole.file_rss_mib - checkpoint_mib)) +
                     " besides the checkpoint: libraries), anonymous " +
@@ -315,7 +373,7 @@ int main(int argc, char** argv) {
   for (const std::string& n : notes) std::printf("%s\n", n.c_str());
   std::printf("load average at the end %s\n", LoadAverage().c_str());
   std::printf("floor: model FLOPs / best rate; by-shape: sum of each product's best sgemm time; "
-              "analysis: every statistic, whole layers (anl-b64: query blocks of 64); peak: "
-              "VmHWM of the whole-layer analysis; -ckpt: minus the checkpoint file\n");
+              "analysis: every statistic, automatic query blocks (anl-b64: blocks of 64); peak: "
+              "VmHWM of the analysis; -ckpt: minus the checkpoint file\n");
   return 0;
 }
