@@ -182,9 +182,15 @@ TEST_F(RpcTest, ProbeCallsAreAdmissionLimitedAndStopAtTheirDeadline) {
     EXPECT_THAT(full.error_message(), HasSubstr("--max-queue 1"));
     waiter.join();
   }
+  // The waiter's client has given up, but the server may still hold its call
+  // in the queue until it notices (or admit it for a moment once the held
+  // slot frees): wait until the line is empty, then until nothing runs.
+  // Waiting only for in-flight = 0 raced with a waiter still in line on a
+  // loaded machine, and the scan below was turned away (RESOURCE_EXHAUSTED).
+  EXPECT_EQ(WaitForMetric(server_->metrics_address(), "attnscope_queued_requests", 0), 0);
+  EXPECT_EQ(WaitForMetric(server_->metrics_address(), "attnscope_in_flight_requests", 0), 0);
   // A scan of 16 sequences of 511 tokens takes longer than 0.3 s: the
   // server stops it (between layers) and records the deadline.
-  EXPECT_EQ(WaitForMetric(server_->metrics_address(), "attnscope_in_flight_requests", 0), 0);
   EXPECT_EQ(Scan(*stub_, RandomScan(255, 16), nullptr, 0.3).error_code(),
             grpc::StatusCode::DEADLINE_EXCEEDED);
   // The three calls that ran out of time are counted as stopped: a client
