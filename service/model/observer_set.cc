@@ -36,21 +36,38 @@ void ObserverSet::PublishHidden(int state, const at::Tensor& x) {
   }
 }
 
+namespace {
+
+// Sequence b's block of a (B, H, rows, S) float32 probs buffer and its
+// (B, H, S) value norms (or nullptr), both contiguous.
+AttentionBlock MakeBlock(int layer, int64_t query_begin, int64_t b, int64_t heads, int64_t rows,
+                         int64_t keys, const float* probs, const float* value_norms) {
+  AttentionBlock block;
+  block.layer = layer;
+  block.sequence = static_cast<int>(b);
+  block.num_heads = heads;
+  block.num_keys = keys;
+  block.query_begin = query_begin;
+  block.query_end = query_begin + rows;
+  block.probs = probs + b * heads * rows * keys;
+  if (value_norms != nullptr) block.value_norms = value_norms + b * heads * keys;
+  return block;
+}
+
+const float* DataOrNull(const at::Tensor& t) {
+  return t.defined() ? t.data_ptr<float>() : nullptr;
+}
+
+}  // namespace
+
 void ObserverSet::StartBlocks(int layer, int64_t query_begin, int64_t batch, int64_t heads,
                               int64_t rows, int64_t keys, const float* probs,
                               const at::Tensor& value_norms) {
   block_value_norms_ = value_norms;
-  blocks_.assign(static_cast<size_t>(batch), AttentionBlock{});
+  blocks_.clear();
   for (int64_t b = 0; b < batch; ++b) {
-    AttentionBlock& block = blocks_[static_cast<size_t>(b)];
-    block.layer = layer;
-    block.sequence = static_cast<int>(b);
-    block.num_heads = heads;
-    block.num_keys = keys;
-    block.query_begin = query_begin;
-    block.query_end = query_begin + rows;
-    block.probs = probs + b * heads * rows * keys;
-    if (value_norms.defined()) block.value_norms = value_norms.data_ptr<float>() + b * heads * keys;
+    blocks_.push_back(
+        MakeBlock(layer, query_begin, b, heads, rows, keys, probs, DataOrNull(value_norms)));
   }
   for (const AttentionBlock& block : blocks_) {
     for (ForwardObserver* o : by_head_) o->OnAttentionStart(block);
@@ -88,20 +105,8 @@ void ObserverSet::PublishAttention(int layer, int64_t query_begin, const at::Ten
     });
   }
   for (int64_t b = 0; b < batch; ++b) {
-    const at::Tensor pb = p[b];
-    AttentionBlock block;
-    block.layer = layer;
-    block.sequence = static_cast<int>(b);
-    block.num_heads = heads;
-    block.num_keys = p.size(3);
-    block.query_begin = query_begin;
-    block.query_end = query_begin + p.size(2);
-    block.probs = pb.data_ptr<float>();
-    at::Tensor vb;
-    if (vn.defined()) {
-      vb = vn[b];
-      block.value_norms = vb.data_ptr<float>();
-    }
+    const AttentionBlock block = MakeBlock(layer, query_begin, b, heads, p.size(2), p.size(3),
+                                           p.data_ptr<float>(), DataOrNull(vn));
     for (ForwardObserver* o : observers_) {
       const ObserverNeeds n = o->Needs();
       if (!n.attention) continue;
