@@ -18,7 +18,7 @@ ARG JOBS=2
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config \
-      libtorch-dev libopenblas0-openmp \
+      libtorch-dev libopenblas0-openmp libdnnl-dev \
       libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev grpc-proto \
       prometheus-cpp-dev nlohmann-json3-dev libpcre2-dev \
       qt6-base-dev qt6-charts-dev libqt6opengl6-dev \

@@ -28,6 +28,7 @@
 #include "bench/bench_support.h"
 #include "service/analysis/prompt_analyzer.h"
 #include "service/core/safetensors.h"
+#include "service/model/blas_info.h"
 #include "service/model/language_model.h"
 
 namespace attnscope::bench {
@@ -171,7 +172,8 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--skip-speed") == 0) speed = false;
   }
   const int used = attnscope::model::SetComputeThreads(threads);
-  std::printf("bf16 against float32, %d threads\n\n", used);
+  std::printf("bf16 against float32, %d threads; CPU %s; matrix products: %s\n\n", used,
+              CpuName().c_str(), attnscope::model::MatrixProductsDescription().c_str());
   Accuracy(std::string(ATTNSCOPE_SOURCE_DIR) + "/tests/data/models");
   if (speed) {
     std::printf("\n2. speed: analysis with every statistic, median of 3 seconds\n");

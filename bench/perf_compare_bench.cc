@@ -1,8 +1,9 @@
 // The comparison of issue 10, side by side in one run, on the GPT-2-small
 // shape (random F32 weights: 12 layers, 12 heads, width 768, vocabulary
 // 50257): for each T,
-//   - the FLOP floor: the model's FLOPs over the best sgemm rate this machine
-//     reaches on the model's own matrix shapes (and, beside it, the sum of
+//   - the FLOP floor: the model's FLOPs over the best float32 product rate
+//     this machine reaches on the model's own matrix shapes (libtorch's BLAS,
+//     and oneDNN's packed matmul and sgemm where the model uses oneDNN) (and, beside it, the sum of
 //     the best sgemm time of every product the model does);
 //   - the plain forward pass (logits only);
 //   - the analysis with every statistic (PromptAnalyzer, as `attnscope
@@ -46,6 +47,7 @@
 #include "service/analysis/prompt_analyzer.h"
 #include "service/model/attention_blocks.h"
 #include "service/model/blas_info.h"
+#include "service/model/gemm.h"
 #include "service/model/language_model.h"
 #include "service/model/tensor_cache.h"
 
@@ -315,6 +317,7 @@ int main(int argc, char** argv) {
   std::printf("CPU %s, %d threads, OpenBLAS kernels %s, load average at start %s\n",
               CpuName().c_str(), f.threads, attnscope::model::BlasCoreName().c_str(),
               LoadAverage().c_str());
+  std::printf("matrix products: %s\n", attnscope::model::GemmDescription().c_str());
   std::printf("GPT-2-small shape, random F32 weights (%s, %.0f MiB); median of %d runs after a "
               "warm-up, each configuration in a fresh process\n\n",
               dir.c_str(), checkpoint_mib, f.repeats);

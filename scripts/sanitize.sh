@@ -28,7 +28,7 @@ case "$kind" in
     # rpc_security_test and rpc_eviction_test (CI's time: README "Sanitizers").
     targets=(test_common_test core_test engine_test rpc_unit_test kv_cache_test tensor_cache_test eviction_test
              deploy_test deploy_manifests_test metrics_test metrics_torch_test model_test
-             rpc_security_test rpc_eviction_test)
+             gemm_test rpc_security_test rpc_eviction_test)
     # halt_on_error: a UBSan report fails the test (it recovers by default).
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
@@ -37,8 +37,9 @@ case "$kind" in
   tsan)
     build_dir="$ROOT/build-tsan"
     cmake_args="-DATTNSCOPE_SANITIZE=thread -DATTNSCOPE_BUILD_BENCH=OFF"
-    targets=(engine_test rpc_unit_test rpc_test tensor_cache_test analysis_test)
-    # What has threads: the tensor cache, every rpc unit test (admission, the feed hub, the
+    targets=(engine_test rpc_unit_test rpc_test tensor_cache_test analysis_test gemm_test)
+    # What has threads: the tensor cache, the matrix products (primitives made
+    # and run from several threads at once), every rpc unit test (admission, the feed hub, the
     # layer streamer, per-client stream counts), the engine's cancellation,
     # the statistics split over four std::threads (analysis_test; the TSan
     # build has no OpenMP, whose libgomp barriers TSan cannot see),
@@ -46,7 +47,7 @@ case "$kind" in
     # cancelled, queued, drained and subscribed calls. Each case costs about
     # 10 s under TSan (process start with libtorch), so the other rpc_test
     # cases (single requests, errors, CLI output) run under ASan and plain.
-    select=(-R '^(TensorCacheTest|AdmissionTest|FeedHubTest|LayerStreamerTest|ProtoConvertTest|RequestValidationTest|StatusCodesTest|ConstantTimeEqualsTest|ReadTokenFileTest|ClientOfPeerTest|ClientStreamsTest|LimitChecksTest|GenerationCancelTest)\.|^LongPromptTest\.StatisticsOnThreads|^RpcTest\.(ClientCancel|DeadlineStops|ConcurrentRequests|QueuedRequest|SubscriberSees|FeedCarries|SixteenConcurrent|SigtermDrains|DrainIsBounded|ClientCutOff|HealthTurnsNotServing|GenerateCancelled|GenerateStopsAtItsDeadline|ConcurrentGenerate|SlowSubscriber|MaxSubscribers|ProbeCallsAreAdmissionLimited|EveryRequestIsRecorded)')
+    select=(-R '^(TensorCacheTest|PackedMatrix|Sgemm|Gemm|AdmissionTest|FeedHubTest|LayerStreamerTest|ProtoConvertTest|RequestValidationTest|StatusCodesTest|ConstantTimeEqualsTest|ReadTokenFileTest|ClientOfPeerTest|ClientStreamsTest|LimitChecksTest|GenerationCancelTest)\.|^LongPromptTest\.StatisticsOnThreads|^RpcTest\.(ClientCancel|DeadlineStops|ConcurrentRequests|QueuedRequest|SubscriberSees|FeedCarries|SixteenConcurrent|SigtermDrains|DrainIsBounded|ClientCutOff|HealthTurnsNotServing|GenerateCancelled|GenerateStopsAtItsDeadline|ConcurrentGenerate|SlowSubscriber|MaxSubscribers|ProbeCallsAreAdmissionLimited|EveryRequestIsRecorded)')
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
     ;;
   *)

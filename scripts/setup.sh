@@ -14,7 +14,7 @@ BUILD_DIR="${ATTNSCOPE_BUILD_DIR:-$ROOT/build}"
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
-  libtorch-dev libopenblas0-openmp
+  libtorch-dev libopenblas0-openmp libdnnl-dev
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev grpc-proto
   prometheus-cpp-dev prometheus
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -50,6 +51,22 @@ absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& 
   if (data == MAP_FAILED) return OsError(path, "cannot mmap", errno);
   return std::unique_ptr<MappedFile>(
       new MappedFile(path, static_cast<const uint8_t*>(data), size));
+}
+
+bool MappedFile::DropPages(const void* p, size_t n) const {
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  const auto base = reinterpret_cast<uintptr_t>(data_);
+  if (data_ == nullptr || begin < base || n > size_ || begin - base > size_ - n) return false;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = (begin + page - 1) / page * page;  // whole pages only:
+  const uintptr_t last = (begin + n) / page * page;          // neighbours keep theirs
+  if (last > first) {
+    // What reads the range again reads a few rows (an embedding's): no
+    // readahead around them.
+    ::madvise(reinterpret_cast<void*>(first), last - first, MADV_RANDOM);
+    ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
+  return true;
 }
 
 MappedFile::~MappedFile() {

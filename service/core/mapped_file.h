@@ -26,6 +26,12 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // Drops the resident pages wholly inside [p, p + n) (madvise DONTNEED):
+  // the process's memory shrinks by them, and reading them again loads them
+  // from the file again. True when [p, p + n) lies inside this mapping
+  // (whether or not any page was dropped), false (nothing done) otherwise.
+  bool DropPages(const void* p, size_t n) const;
+
  private:
   MappedFile(std::string path, const uint8_t* data, size_t size)
       : path_(std::move(path)), data_(data), size_(size) {}

@@ -296,6 +296,10 @@ const TensorRef* SafetensorsFile::Find(std::string_view name) const {
   return it == index_.end() ? nullptr : &tensors_[it->second];
 }
 
+bool SafetensorsFile::DropPages(const void* p, size_t n) const {
+  return mapping_ != nullptr && mapping_->DropPages(p, n);
+}
+
 namespace {
 
 // Checks that `tensor` is self-consistent before its bytes are copied: a

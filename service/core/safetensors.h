@@ -59,6 +59,8 @@ class SafetensorsFile {
   // nullptr if absent.
   const TensorRef* Find(std::string_view name) const;
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  // MappedFile::DropPages on this file's mapping (false for FromBuffer's).
+  bool DropPages(const void* p, size_t n) const;
 
  private:
   SafetensorsFile() = default;
@@ -92,6 +94,10 @@ class SafetensorsCheckpoint {
   // Path of the file holding `name` ("" if absent), for error messages.
   std::string FileOf(std::string_view name) const;
   const std::string& directory() const { return dir_; }
+  // Drops the resident pages of [p, p + n) when it lies inside one of the
+  // mapped files (a tensor used straight from the mapping, once a copy of it
+  // is all the process needs): MappedFile::DropPages. False otherwise.
+  bool DropPages(const void* p, size_t n) const;
 
  private:
   // Takes ownership of `file` and indexes its tensors; InvalidArgument if a

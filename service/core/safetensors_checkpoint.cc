@@ -147,6 +147,13 @@ const TensorRef* SafetensorsCheckpoint::Find(std::string_view name) const {
   return it == by_name_.end() ? nullptr : it->second;
 }
 
+bool SafetensorsCheckpoint::DropPages(const void* p, size_t n) const {
+  for (const std::unique_ptr<SafetensorsFile>& file : files_) {
+    if (file->DropPages(p, n)) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> SafetensorsCheckpoint::Names() const {
   std::vector<std::string> names;
   names.reserve(by_name_.size());

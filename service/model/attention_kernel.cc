@@ -1,12 +1,11 @@
 #include "service/model/attention_kernel.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "service/core/vector_math.h"
+#include "service/model/gemm.h"
 
 namespace attnscope::model {
 namespace {
@@ -32,11 +31,9 @@ void HeadAttention(const HeadAttentionArgs& a) {
   const Visible first = VisibleKeys(a, a.first_position);
   const Visible last = VisibleKeys(a, a.first_position + a.rows - 1);
   const int64_t key_lo = first.lo, keys = last.hi - first.lo;
-  const auto rows = static_cast<int>(a.rows), d = static_cast<int>(a.head_dim);
   // scores (rows, keys) = q (rows, d) . k[key_lo..]^T, scaled inside the GEMM
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, static_cast<int>(keys), d, a.scale,
-              a.q, static_cast<int>(a.q_ld), a.k + key_lo * a.k_ld, static_cast<int>(a.k_ld),
-              0.0f, a.probs + key_lo, static_cast<int>(a.probs_ld));
+  Sgemm(/*b_transposed=*/true, a.rows, keys, a.head_dim, a.scale, a.q, a.q_ld,
+        a.k + key_lo * a.k_ld, a.k_ld, a.probs + key_lo, a.probs_ld);
   for (int64_t r = 0; r < a.rows; ++r) {
     float* row = a.probs + r * a.probs_ld;
     const Visible v = VisibleKeys(a, a.first_position + r);
@@ -50,9 +47,8 @@ void HeadAttention(const HeadAttentionArgs& a) {
   }
   // out (rows, d) = probs[:, key_lo..] (rows, keys) . v[key_lo..] (keys, d);
   // hidden keys inside that range have probability exactly 0.
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, d, static_cast<int>(keys), 1.0f,
-              a.probs + key_lo, static_cast<int>(a.probs_ld), a.v + key_lo * a.v_ld,
-              static_cast<int>(a.v_ld), 0.0f, a.out, static_cast<int>(a.out_ld));
+  Sgemm(/*b_transposed=*/false, a.rows, a.head_dim, keys, 1.0f, a.probs + key_lo, a.probs_ld,
+        a.v + key_lo * a.v_ld, a.v_ld, a.out, a.out_ld);
 }
 
 }  // namespace attnscope::model

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "service/model/gemm.h"
+
 namespace attnscope::model {
 
 std::string BlasCoreName() {
@@ -31,5 +33,7 @@ std::string BlasAdvice() {
   return "OpenBLAS did not recognise this CPU and uses its generic " + core +
          " kernels; set OPENBLAS_CORETYPE=" + better + " for several times faster matrix products";
 }
+
+std::string MatrixProductsDescription() { return GemmDescription(); }
 
 }  // namespace attnscope::model

@@ -13,6 +13,7 @@
 #include "service/model/decoder_weights.h"
 #include "service/model/device.h"
 #include "service/model/forward_checks.h"
+#include "service/model/gemm.h"
 #include "service/model/kv_cache.h"
 #include "service/model/rotary.h"
 #include "service/model/tensor_cache.h"
@@ -31,7 +32,7 @@ at::Tensor HiddenKeysTensor(const std::vector<uint8_t>& hidden, int64_t tokens) 
 // for GPT-2). Every block's GEMM reads the whole (V, E) head again, which
 // fewer rows do not repay: the head at T = 1024 took 721 ms in blocks of 128,
 // 901 in blocks of 64 and 715 in one product (2 threads, GPT-2's head).
-constexpr int64_t kLogitRowsPerBlock = 128;
+constexpr int64_t kLogitRowsPerBlock = 64;
 
 
 // What one forward pass shares across its layers.
@@ -116,10 +117,18 @@ class DecoderModel : public LanguageModel {
 // ids (B, T) -> (B, T, H): token rows (scaled), projected in, plus positions.
 at::Tensor DecoderModel::Embed(const at::Tensor& ids, const PassState& pass) const {
   const int64_t past = pass.past;
-  at::Tensor x = w_.embed.index_select(0, ids.flatten()).view({ids.size(0), ids.size(1), -1});
+  at::Tensor x;
+  if (w_.embed_in_head) {
+    const at::Tensor flat = ids.flatten().contiguous();
+    x = at::empty({flat.numel(), w_.embed.size(1)}, w_.embed.options());
+    w_.head_packed->GatherRows(flat.data_ptr<int64_t>(), flat.numel(), x.data_ptr<float>());
+    x = x.view({ids.size(0), ids.size(1), -1});
+  } else {
+    x = w_.embed.index_select(0, ids.flatten()).view({ids.size(0), ids.size(1), -1});
+  }
   // Gemma multiplies by sqrt(H) rounded to the compute dtype (float32 here).
   if (spec_.embedding_scale != 1.0) x = x * static_cast<float>(spec_.embedding_scale);
-  if (w_.project_in.weight.defined()) x = Product(x, pass.weights->project_in, pass);
+  if (w_.project_in.present()) x = Product(x, pass.weights->project_in, pass);
   if (w_.positions.defined()) {
     x = x + w_.positions.narrow(0, past + spec_.position_offset, ids.size(1)).unsqueeze(0);
   }
@@ -189,6 +198,9 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
 
 at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x,
                              const PassState& pass) const {
+  if (!spec_.mlp.gated && l.up.packed) {  // the activation inside the product's kernel
+    return Product(LinearActivated(x, l.up, spec_.mlp.activation), l.down, pass);
+  }
   at::Tensor up = Product(x, l.up, pass);  // a fresh tensor: changed in place below
   if (!spec_.mlp.gated) {
     ActivateInPlace(up, spec_.mlp.activation);
@@ -226,7 +238,7 @@ at::Tensor DecoderModel::RunLayer(int layer, const at::Tensor& x, PassState& pas
 // The last layer's output -> the last hidden state (final norm, project_out).
 at::Tensor DecoderModel::Finish(const at::Tensor& x, const PassState& pass) const {
   at::Tensor out = spec_.final_norm ? Norm(x, w_.final_norm) : x;
-  if (w_.project_out.weight.defined()) out = Product(out, pass.weights->project_out, pass);
+  if (w_.project_out.present()) out = Product(out, pass.weights->project_out, pass);
   return out;
 }
 
@@ -234,7 +246,11 @@ at::Tensor DecoderModel::Finish(const at::Tensor& x, const PassState& pass) cons
 // through matrix-vector: GEMM would first repack the whole (V, E) head.
 at::Tensor DecoderModel::Logits(const at::Tensor& x, const PassState& pass) const {
   const at::Tensor rows = x.reshape({-1, x.size(-1)});
-  at::Tensor logits = pass.bf16                ? LinearBf16(rows, {pass.weights->head, {}})
+  const PackedMatrix* packed = pass.weights->head_packed.get();
+  LinearWeights head;
+  head.weight = pass.weights->head;
+  at::Tensor logits = packed != nullptr   ? PackedLinear(rows, *packed, {})
+                      : pass.bf16         ? LinearBf16(rows, head)
                       : rows.size(0) == 1 ? at::mv(w_.head, rows[0]).unsqueeze(0)
                                           : at::mm(rows, w_.head.t());
   if (spec_.final_softcap > 0) {
@@ -333,11 +349,20 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
     }
   }
   const std::string directory = checkpoint->directory();
+  const std::shared_ptr<const SafetensorsCheckpoint> mapped = checkpoint;
   WeightLoader loader(std::move(checkpoint), prefixes, progress);
   try {
     c10::InferenceMode inference;
     ATTNSCOPE_ASSIGN_OR_RETURN(DecoderWeights weights, LoadDecoderWeights(config, loader));
     MoveWeights(weights, device);
+    if (device.is_cpu() && ChosenGemmBackend() == GemmBackend::kOneDnn) {
+      // Each matrix is packed and its source let go before the next is read:
+      // the checkpoint's pages of a mapped F32 matrix are dropped (the
+      // packed copy takes their place in memory), a converted copy is freed.
+      PackMatrices(weights, PackedType::kFloat32, [&](const at::Tensor& t) {
+        return mapped->DropPages(t.data_ptr(), static_cast<size_t>(t.numel()) * sizeof(float));
+      });
+    }
     if (cache != nullptr) cache->Trim();  // the temporaries of converting and fusing
     return std::unique_ptr<LanguageModel>(new DecoderModel(config, std::move(weights), device));
   } catch (const std::exception& e) {

@@ -1,5 +1,7 @@
 #include "service/model/decoder_weights.h"
 
+#include <ATen/Parallel.h>
+
 #include "absl/strings/str_cat.h"
 #include "service/core/status_macros.h"
 
@@ -178,7 +180,76 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeights(const ModelConfig& config,
   return w;
 }
 
+void PackMatrices(DecoderWeights& w, PackedType type,
+                  const std::function<bool(const at::Tensor&)>& release) {
+  auto pack = [&](const at::Tensor& t) {
+    return PackedMatrix::Pack(t.data_ptr<float>(), t.size(0), t.size(1), t.stride(0),
+                              t.stride(1), type);
+  };
+  auto linear = [&](LinearWeights& l) {
+    if (!l.weight.defined()) return;
+    l.packed = pack(l.weight);
+    if (!release(l.weight)) l.weight = at::Tensor();
+  };
+  // The head first: it is the largest, and its source and packed copy
+  // coexist for a moment before the source goes.
+  if (w.head.defined()) {
+    w.head_packed = pack(w.head);
+    const bool tied = w.head.is_same(w.embed);
+    const bool mapped = release(w.head);
+    if (!mapped && !tied) w.head = at::Tensor();
+    w.embed_in_head = tied && mapped && type == PackedType::kFloat32;
+  }
+  linear(w.project_in);
+  linear(w.project_out);
+  for (LayerWeights& l : w.layers) {
+    for (LinearWeights* m : {&l.qkv, &l.o, &l.up, &l.down}) linear(*m);
+  }
+}
+
+at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Tensor& bias,
+                        Epilogue epilogue) {
+  at::Tensor rows = x.reshape({-1, x.size(-1)});
+  if (rows.stride(1) != 1 || (rows.size(0) > 1 && rows.stride(0) < rows.size(1))) {
+    rows = rows.contiguous();
+  }
+  const int64_t ldx = rows.size(0) > 1 ? rows.stride(0) : rows.size(1);
+  at::Tensor y = at::empty({rows.size(0), p.n()}, x.options());
+  const at::Tensor b = bias.defined() ? bias.contiguous() : bias;
+  at::internal::lazy_init_num_threads();  // this thread's OpenMP count, which oneDNN reads
+  p.Multiply(rows.data_ptr<float>(), rows.size(0), ldx,
+             b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>(), p.n(), epilogue);
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = p.n();
+  return y.view(sizes);
+}
+
+at::Tensor LinearActivated(const at::Tensor& x, const LinearWeights& w, Activation activation) {
+  if (!w.packed) {
+    at::Tensor y = Linear(x, w);
+    ActivateInPlace(y, activation);
+    return y;
+  }
+  Epilogue epilogue = Epilogue::kNone;
+  switch (activation) {
+    case Activation::kGeluTanh:
+      epilogue = Epilogue::kGeluTanh;
+      break;
+    case Activation::kGeluErf:
+      epilogue = Epilogue::kGeluErf;
+      break;
+    case Activation::kRelu:
+      epilogue = Epilogue::kRelu;
+      break;
+    case Activation::kSilu:
+      epilogue = Epilogue::kSilu;
+      break;
+  }
+  return PackedLinear(x, *w.packed, w.bias, epilogue);
+}
+
 at::Tensor Linear(const at::Tensor& x, const LinearWeights& w) {
+  if (w.packed) return PackedLinear(x, *w.packed, w.bias);
   return at::linear(x, w.weight, w.bias.defined() ? c10::optional<at::Tensor>(w.bias)
                                                   : c10::optional<at::Tensor>());
 }

@@ -8,18 +8,26 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "service/model/decoder_spec.h"
+#include "service/model/gemm.h"
 #include "service/model/model_config.h"
 #include "service/model/weight_loader.h"
 
 namespace attnscope::model {
 
 struct LinearWeights {
-  at::Tensor weight;  // (out, in)
-  at::Tensor bias;    // (out) or undefined
+  // (out, in). Once packed: kept only where it is a view of the checkpoint's
+  // mapping (whose pages are then dropped), else undefined.
+  at::Tensor weight;
+  at::Tensor bias;  // (out) or undefined
+  // oneDNN's packed copy (CPU, GemmBackend::kOneDnn), which the products use.
+  std::shared_ptr<const PackedMatrix> packed;
+  bool present() const { return weight.defined() || packed != nullptr; }
 };
 
 struct NormWeights {
@@ -41,7 +49,12 @@ struct DecoderWeights {
   at::Tensor positions;  // (max_positions + offset, H) or undefined
   LinearWeights project_in, project_out;  // (H, E), (E, H) or undefined
   NormWeights final_norm;
-  at::Tensor head;  // (V, E): `embed` when tied
+  at::Tensor head;  // (V, E): `embed` when tied; undefined once packed unless mapped
+  std::shared_ptr<const PackedMatrix> head_packed;
+  // A tied head packed from a mapped embedding whose pages were dropped:
+  // lookups read head_packed (touching the mapping would load whole folios
+  // of it again).
+  bool embed_in_head = false;
   std::vector<LayerWeights> layers;
 };
 
@@ -50,8 +63,26 @@ struct DecoderWeights {
 absl::StatusOr<DecoderWeights> LoadDecoderWeights(const ModelConfig& config,
                                                   const WeightLoader& loader);
 
+// Packs every matrix (the head first, then the projections) as `type` for
+// oneDNN, each right after the other, and hands each source to `release` once it is
+// packed: `release` returns true where the source is a view of the mapped
+// checkpoint whose pages it dropped (the tensor is kept: reading it faults
+// its pages back in), false where the tensor owns its memory (a converted
+// copy), which is then let go, except the embedding a tied head shares.
+void PackMatrices(DecoderWeights& w, PackedType type,
+                  const std::function<bool(const at::Tensor&)>& release);
+
 // y = x W^T + b over the last dimension.
 at::Tensor Linear(const at::Tensor& x, const LinearWeights& w);
+
+// y = x P^T (+ b) over the last dimension through a packed matrix.
+// With `epilogue`, the activation applied in the product's kernel.
+at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Tensor& bias,
+                        Epilogue epilogue = Epilogue::kNone);
+
+// activation(x W^T + b) in one product where `w` is packed (the activation
+// inside oneDNN's kernel), else the product then ActivateInPlace.
+at::Tensor LinearActivated(const at::Tensor& x, const LinearWeights& w, Activation activation);
 
 // The norm of `kind` over the last dimension.
 at::Tensor Normalize(const at::Tensor& x, const NormWeights& w, NormKind kind, double eps);

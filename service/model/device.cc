@@ -71,6 +71,21 @@ void MoveWeights(DecoderWeights& weights, const c10::Device& device) {
 
 DecoderWeights Bf16Matrices(const DecoderWeights& weights) {
   DecoderWeights copy = weights;  // tensors are shared until replaced below
+  // Packed matrices: their bfloat16 packing, made from the packed float32
+  // copy (the source may be gone); the float32 tensors are not needed.
+  auto convert = [](std::shared_ptr<const PackedMatrix>& p) {
+    if (p) p = p->Converted(PackedType::kBfloat16);
+    return p != nullptr;
+  };
+  auto linear = [&](LinearWeights& l) {
+    if (convert(l.packed)) l.weight = at::Tensor();
+  };
+  linear(copy.project_in);
+  linear(copy.project_out);
+  for (LayerWeights& l : copy.layers) {
+    for (LinearWeights* m : {&l.qkv, &l.o, &l.up, &l.down}) linear(*m);
+  }
+  if (convert(copy.head_packed)) copy.head = at::Tensor();
   ForEachMatrix(copy, [](at::Tensor& t) {
     const at::Tensor rounded = t.to(at::kBFloat16).contiguous();
     t = t.is_cuda() ? rounded : rounded.to(at::kFloat);
@@ -81,6 +96,7 @@ DecoderWeights Bf16Matrices(const DecoderWeights& weights) {
 at::Tensor RoundToBf16(const at::Tensor& x) { return x.to(at::kBFloat16).to(x.scalar_type()); }
 
 at::Tensor LinearBf16(const at::Tensor& x, const LinearWeights& w16) {
+  if (w16.packed) return PackedLinear(x, *w16.packed, w16.bias);  // rounds x itself
   at::Tensor y = x.is_cuda() ? at::matmul(x.to(at::kBFloat16), w16.weight.t()).to(at::kFloat)
                              : at::matmul(RoundToBf16(x), w16.weight.t());
   if (w16.bias.defined()) y.add_(w16.bias);

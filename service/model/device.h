@@ -20,19 +20,22 @@ void MoveWeights(DecoderWeights& weights, const c10::Device& device);
 
 // The same weights with every matrix of a product (projections, MLP, head)
 // rounded to bfloat16; embeddings, biases and norms shared with `weights`
-// (float32). On CUDA the matrices are bfloat16 tensors (half the bytes); on
-// the CPU they are float32 tensors holding the bfloat16-rounded values, so
-// that no product pays a conversion (a second copy of the matrices).
+// (float32). Packed matrices (oneDNN) become oneDNN's bfloat16 packing (half
+// the bytes). Otherwise, on CUDA the matrices are bfloat16 tensors; on the
+// CPU float32 tensors holding the bfloat16-rounded values, so that no
+// product pays a conversion (a second copy of the matrices).
 DecoderWeights Bf16Matrices(const DecoderWeights& weights);
 
 // x rounded to bfloat16 and back (same dtype and device as x).
 at::Tensor RoundToBf16(const at::Tensor& x);
 
 // y = bf16(x) W16^T (+ b in float32), float32 out, W16 from Bf16Matrices.
-// On CUDA the product runs in bfloat16 (its output rounded to bfloat16, as
+// Packed (oneDNN on an AVX-512 CPU): a bfloat16 product with float32
+// accumulation and output, in oneDNN's bf16 kernels (native AVX-512 BF16
+// instructions where the CPU has them). On CUDA the product runs in bfloat16 (its output rounded to bfloat16, as
 // cuBLAS gives it); on the CPU, which has no native bfloat16 product in
-// libtorch 1.13 (its fallback is 25-40x slower than float32 on this
-// machine), the bfloat16-rounded operands are multiplied by float32 BLAS:
+// libtorch 1.13 (its fallback is 25-90x slower than float32 on an AVX2
+// CPU), the bfloat16-rounded operands are multiplied by float32 BLAS:
 // every product of two bfloat16 values is exact in float32, so this is the
 // bfloat16 product with float32 accumulation that AVX-512 BF16 computes.
 at::Tensor LinearBf16(const at::Tensor& x, const LinearWeights& w16);

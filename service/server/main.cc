@@ -124,6 +124,8 @@ int Serve(ServerFlags flags, const sigset_t& signals) {
             << registry.default_name() << "'; " << threads << " compute threads; --max-concurrent "
             << flags.rpc.service.max_concurrent << ", --max-queue " << flags.rpc.service.max_queue
             << std::endl;
+  std::cerr << "attnscope-server: matrix products: " << model::MatrixProductsDescription()
+            << std::endl;
   if (const std::string advice = model::BlasAdvice(); !advice.empty()) {
     std::cerr << "attnscope-server: " << advice << std::endl;
   }

@@ -1,0 +1,421 @@
+#include "service/model/gemm.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "dnnl.hpp"
+#include "service/core/parallel.h"
+#include "service/model/blas_info.h"
+
+namespace attnscope::model {
+namespace {
+
+using dnnl::memory;
+using Dims = memory::dims;
+
+bool HasIsa(dnnl_cpu_isa_t have, dnnl_cpu_isa_t want) {
+  return (static_cast<unsigned>(have) & static_cast<unsigned>(want)) ==
+         static_cast<unsigned>(want);
+}
+
+std::string IsaName(dnnl_cpu_isa_t isa) {
+  if (HasIsa(isa, dnnl_cpu_isa_avx512_core_amx)) return "avx512_core_amx";
+  if (HasIsa(isa, dnnl_cpu_isa_avx512_core_bf16)) return "avx512_core_bf16";
+  if (HasIsa(isa, dnnl_cpu_isa_avx512_core_vnni)) return "avx512_core_vnni";
+  if (HasIsa(isa, dnnl_cpu_isa_avx512_core)) return "avx512_core";
+  if (HasIsa(isa, dnnl_cpu_isa_avx2)) return "avx2";
+  if (HasIsa(isa, dnnl_cpu_isa_avx)) return "avx";
+  return "sse41 or less";
+}
+
+struct Choice {
+  GemmBackend backend = GemmBackend::kBlas;
+  std::string asked;  // ATTNSCOPE_GEMM as given ("" when unset)
+  bool unknown = false;
+};
+
+const Choice& TheChoice() {
+  static const Choice choice = [] {
+    Choice c;
+    const char* env = std::getenv("ATTNSCOPE_GEMM");
+    c.asked = env != nullptr ? env : "";
+    if (c.asked == "blas") {
+      c.backend = GemmBackend::kBlas;
+    } else if (c.asked == "onednn") {
+      c.backend = GemmBackend::kOneDnn;
+    } else {
+      c.unknown = !c.asked.empty() && c.asked != "auto";
+      c.backend = OneDnnHasAvx512() ? GemmBackend::kOneDnn : GemmBackend::kBlas;
+    }
+    return c;
+  }();
+  return choice;
+}
+
+const dnnl::engine& Engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
+// Scratch memory of the calling thread: the primitives' scratchpads (user
+// mode, so one primitive may run on several threads at once) and x rounded
+// to bfloat16.
+struct ThreadScratch {
+  std::vector<uint8_t> pad;
+  std::vector<uint16_t> bf16;
+  std::vector<float> dense;
+};
+ThreadScratch& Scratch() {
+  thread_local ThreadScratch scratch;
+  return scratch;
+}
+
+uint16_t ToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // NaN
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // nearest, ties even
+}
+
+// x (m x k, ldx) -> bfloat16 (m x k, dense), on the installed pool.
+const uint16_t* RoundRows(const float* x, int64_t m, int64_t k, int64_t ldx) {
+  std::vector<uint16_t>& out = Scratch().bf16;
+  if (out.size() < static_cast<size_t>(m * k)) out.resize(static_cast<size_t>(m * k));
+  uint16_t* dst = out.data();
+  core::ParallelFor(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t r = begin; r < end; ++r) {
+                        const float* src = x + r * ldx;
+                        uint16_t* row = dst + r * k;
+                        for (int64_t j = 0; j < k; ++j) row[j] = ToBf16(src[j]);
+                      }
+                    });
+  return dst;
+}
+
+// x (m x k, ldx) -> dense rows.
+const float* DenseRows(const float* x, int64_t m, int64_t k, int64_t ldx) {
+  std::vector<float>& out = Scratch().dense;
+  if (out.size() < static_cast<size_t>(m * k)) out.resize(static_cast<size_t>(m * k));
+  float* dst = out.data();
+  core::ParallelFor(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t r = begin; r < end; ++r) {
+                        std::memcpy(dst + r * k, x + r * ldx, static_cast<size_t>(k) * sizeof(float));
+                      }
+                    });
+  return dst;
+}
+
+memory::data_type DataType(PackedType type) {
+  return type == PackedType::kFloat32 ? memory::data_type::f32 : memory::data_type::bf16;
+}
+
+// The layout oneDNN's matmul wants for B = W^T (k x n) of this type.
+memory::desc PackedDesc(int64_t n, int64_t k, PackedType type) {
+  const memory::data_type dt = DataType(type);
+  const memory::desc src({128, k}, dt, memory::format_tag::ab);
+  const memory::desc weights({k, n}, dt, memory::format_tag::any);
+  const memory::desc dst({128, n}, memory::data_type::f32, memory::format_tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, dst), Engine());
+  return pd.weights_desc();
+}
+
+// Matmul primitives by shape, shared by every matrix of that shape (the
+// weights are an argument of each call, not part of the primitive). Making
+// one costs ~0.6 ms (kernel generation); a pass at a new T makes one for each
+// distinct product shape. At most kMaxPrimitives, least recently used out.
+struct PrimitiveKey {
+  int64_t m, n, k, ldx, ldy;
+  PackedType type;
+  bool bias;
+  Epilogue epilogue;
+  bool operator<(const PrimitiveKey& o) const {
+    return std::tie(m, n, k, ldx, ldy, type, bias, epilogue) <
+           std::tie(o.m, o.n, o.k, o.ldx, o.ldy, o.type, o.bias, o.epilogue);
+  }
+};
+
+// The activation as oneDNN's eltwise post-op.
+void AppendEpilogue(Epilogue epilogue, dnnl::primitive_attr& attr) {
+  dnnl::algorithm algorithm = dnnl::algorithm::undef;
+  float alpha = 0.0f;
+  switch (epilogue) {
+    case Epilogue::kNone:
+      return;
+    case Epilogue::kGeluTanh:
+      algorithm = dnnl::algorithm::eltwise_gelu_tanh;
+      break;
+    case Epilogue::kGeluErf:
+      algorithm = dnnl::algorithm::eltwise_gelu_erf;
+      break;
+    case Epilogue::kRelu:
+      algorithm = dnnl::algorithm::eltwise_relu;
+      break;
+    case Epilogue::kSilu:
+      algorithm = dnnl::algorithm::eltwise_swish;  // x sigmoid(alpha x)
+      alpha = 1.0f;
+      break;
+  }
+  dnnl::post_ops ops;
+  ops.append_eltwise(1.0f, algorithm, alpha, 0.0f);
+  attr.set_post_ops(ops);
+}
+struct Primitive {
+  dnnl::matmul matmul;
+  size_t scratchpad_bytes = 0;
+  std::string implementation;
+};
+
+class PrimitiveCache {
+ public:
+  static constexpr size_t kMaxPrimitives = 96;
+
+  std::shared_ptr<const Primitive> Get(const PrimitiveKey& key, const memory::desc& packed) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = entries_.find(key);
+      if (it != entries_.end()) {
+        order_.splice(order_.begin(), order_, it->second.second);
+        return it->second.first;
+      }
+    }
+    std::shared_ptr<const Primitive> made = Make(key, packed);  // outside the lock
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) return it->second.first;  // another thread made it first
+    order_.push_front(key);
+    entries_.emplace(key, std::make_pair(made, order_.begin()));
+    if (entries_.size() > kMaxPrimitives) {
+      entries_.erase(order_.back());
+      order_.pop_back();
+    }
+    return made;
+  }
+
+ private:
+  static std::shared_ptr<const Primitive> Make(const PrimitiveKey& key,
+                                               const memory::desc& packed) {
+    const memory::desc src({key.m, key.k}, DataType(key.type), Dims{key.ldx, 1});
+    const memory::desc dst({key.m, key.n}, memory::data_type::f32, Dims{key.ldy, 1});
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    AppendEpilogue(key.epilogue, attr);
+    const dnnl::matmul::desc desc =
+        key.bias ? dnnl::matmul::desc(src, packed,
+                                      memory::desc({1, key.n}, memory::data_type::f32,
+                                                   memory::format_tag::ab),
+                                      dst)
+                 : dnnl::matmul::desc(src, packed, dst);
+    const dnnl::matmul::primitive_desc pd(desc, attr, Engine());
+    auto p = std::make_shared<Primitive>();
+    p->matmul = dnnl::matmul(pd);
+    p->scratchpad_bytes = pd.scratchpad_desc().get_size();
+    p->implementation = pd.impl_info_str();
+    return p;
+  }
+
+  std::mutex mu_;
+  std::list<PrimitiveKey> order_;  // most recently used first
+  std::map<PrimitiveKey,
+           std::pair<std::shared_ptr<const Primitive>, std::list<PrimitiveKey>::iterator>>
+      entries_;
+};
+
+PrimitiveCache& Primitives() {
+  static PrimitiveCache* cache = new PrimitiveCache();  // outlives every thread's last call
+  return *cache;
+}
+
+[[noreturn]] void Fail(const char* what, const dnnl::error& e) {
+  throw std::runtime_error(std::string("oneDNN ") + what + " failed: " + e.what());
+}
+
+}  // namespace
+
+GemmBackend ChosenGemmBackend() { return TheChoice().backend; }
+
+bool OneDnnHasAvx512() { return HasIsa(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core); }
+
+std::string GemmDescription() {
+  const Choice& c = TheChoice();
+  std::string line;
+  if (c.backend == GemmBackend::kOneDnn) {
+    const dnnl_version_t* v = dnnl_version();
+    line = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+           std::to_string(v->patch) + " (" + IsaName(dnnl_get_effective_cpu_isa()) +
+           "): weights packed at load";
+  } else {
+    const std::string core = BlasCoreName();
+    line = core.empty() ? "BLAS" : "BLAS (OpenBLAS " + core + ")";
+  }
+  if (!c.asked.empty()) line += "; ATTNSCOPE_GEMM=" + c.asked;
+  if (c.unknown) line += " is not one of auto, onednn, blas: auto";
+  return line;
+}
+
+void Sgemm(bool b_transposed, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (ChosenGemmBackend() == GemmBackend::kOneDnn) {
+    const dnnl_status_t status = dnnl_sgemm('N', b_transposed ? 'T' : 'N', m, n, k, alpha, a,
+                                            lda, b, ldb, 0.0f, c, ldc);
+    if (status != dnnl_success) {
+      throw std::runtime_error("oneDNN sgemm failed with status " + std::to_string(status));
+    }
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
+}
+
+struct PackedMatrix::Impl {
+  memory::desc desc;
+  memory packed;
+};
+
+PackedMatrix::PackedMatrix(int64_t n, int64_t k, PackedType type, std::unique_ptr<Impl> impl)
+    : n_(n), k_(k), type_(type), impl_(std::move(impl)) {}
+
+PackedMatrix::~PackedMatrix() = default;
+
+size_t PackedMatrix::bytes() const { return impl_->desc.get_size(); }
+
+std::shared_ptr<const PackedMatrix> PackedMatrix::Pack(const float* w, int64_t n, int64_t k,
+                                                       int64_t stride_n, int64_t stride_k,
+                                                       PackedType type) {
+  try {
+    auto impl = std::make_unique<Impl>();
+    impl->desc = PackedDesc(n, k, type);
+    impl->packed = memory(impl->desc, Engine());
+    // B = W^T (k x n): B[j][i] = W[i][j] at w[i * stride_n + j * stride_k].
+    const memory::desc source({k, n}, memory::data_type::f32, Dims{stride_k, stride_n});
+    memory src(source, Engine(), const_cast<float*>(w));
+    dnnl::stream& stream = ThreadStream();
+    dnnl::reorder(src, impl->packed).execute(stream, src, impl->packed);
+    stream.wait();
+    return std::shared_ptr<const PackedMatrix>(new PackedMatrix(n, k, type, std::move(impl)));
+  } catch (const dnnl::error& e) {
+    Fail("packing a weight matrix", e);
+  }
+}
+
+std::shared_ptr<const PackedMatrix> PackedMatrix::Converted(PackedType type) const {
+  try {
+    auto impl = std::make_unique<Impl>();
+    impl->desc = PackedDesc(n_, k_, type);
+    impl->packed = memory(impl->desc, Engine());
+    dnnl::stream& stream = ThreadStream();
+    dnnl::reorder(impl_->packed, impl->packed).execute(stream, impl_->packed, impl->packed);
+    stream.wait();
+    return std::shared_ptr<const PackedMatrix>(new PackedMatrix(n_, k_, type, std::move(impl)));
+  } catch (const dnnl::error& e) {
+    Fail("converting a packed weight matrix", e);
+  }
+}
+
+std::string PackedMatrix::Implementation(int64_t m) const {
+  try {
+    const PrimitiveKey key{m, n_, k_, k_, n_, type_, false, Epilogue::kNone};
+    return Primitives().Get(key, impl_->desc)->implementation;
+  } catch (const dnnl::error& e) {
+    Fail("making a matrix product", e);
+  }
+}
+
+void PackedMatrix::GatherRows(const int64_t* ids, int64_t count, float* out) const {
+  if (type_ != PackedType::kFloat32) throw std::logic_error("GatherRows of a bfloat16 matrix");
+  // Element (j, i) of B = W^T (k x n) in oneDNN's blocked layout: the outer
+  // blocks by their strides, then the inner blocks, innermost last.
+  const dnnl_memory_desc_t& md = impl_->desc.data;
+  const dnnl_blocking_desc_t& blocking = md.format_desc.blocking;
+  int64_t block[2] = {1, 1};
+  for (int b = 0; b < blocking.inner_nblks; ++b) block[blocking.inner_idxs[b]] *= blocking.inner_blks[b];
+  // The offset is a sum of a part of j and a part of i.
+  auto part = [&](int d, int64_t x) {
+    int64_t at = (x / block[d]) * blocking.strides[d], rest = x % block[d], stride = 1;
+    for (int b = blocking.inner_nblks - 1; b >= 0; --b) {
+      if (blocking.inner_idxs[b] == d) {
+        at += (rest % blocking.inner_blks[b]) * stride;
+        rest /= blocking.inner_blks[b];
+      }
+      stride *= blocking.inner_blks[b];
+    }
+    return at;
+  };
+  std::vector<int64_t> column(static_cast<size_t>(k_));
+  for (int64_t j = 0; j < k_; ++j) column[j] = md.offset0 + part(0, j);
+  const auto* packed = static_cast<const float*>(impl_->packed.get_data_handle());
+  for (int64_t r = 0; r < count; ++r) {
+    const int64_t id = ids[r];
+    if (id < 0 || id >= n_) {
+      throw std::out_of_range("row " + std::to_string(id) + " of a packed matrix of " +
+                              std::to_string(n_) + " rows");
+    }
+    const float* source = packed + part(1, id);
+    float* row = out + r * k_;
+    for (int64_t j = 0; j < k_; ++j) row[j] = source[column[j]];
+  }
+}
+
+void PackedMatrix::Multiply(const float* x, int64_t m, int64_t ldx, const float* bias, float* y,
+                            int64_t ldy, Epilogue epilogue) const {
+  if (m <= 0) return;
+  try {
+    // oneDNN's brgemm kernels read dense rows only (a strided x, such as the
+    // gate half of a gated MLP's output, would take its reference kernel,
+    // ~100x slower): such an x is copied first, as bfloat16 is rounded.
+    const void* src = x;
+    if (type_ == PackedType::kBfloat16) {
+      src = RoundRows(x, m, k_, ldx);
+      ldx = k_;
+    } else if (ldx != k_) {
+      src = DenseRows(x, m, k_, ldx);
+      ldx = k_;
+    }
+    if (ldy != n_) throw std::invalid_argument("PackedMatrix::Multiply: ldy must equal n");
+    const PrimitiveKey key{m, n_, k_, ldx, ldy, type_, bias != nullptr, epilogue};
+    const std::shared_ptr<const Primitive> p = Primitives().Get(key, impl_->desc);
+    ThreadScratch& scratch = Scratch();
+    if (scratch.pad.size() < p->scratchpad_bytes) scratch.pad.resize(p->scratchpad_bytes);
+    const dnnl::engine& engine = Engine();
+    memory src_mem(memory::desc({m, k_}, DataType(type_), Dims{ldx, 1}), engine,
+                   const_cast<void*>(src));
+    memory dst_mem(memory::desc({m, n_}, memory::data_type::f32, Dims{ldy, 1}), engine, y);
+    memory pad_mem(memory::desc({static_cast<int64_t>(std::max<size_t>(p->scratchpad_bytes, 1))},
+                                memory::data_type::u8, memory::format_tag::a),
+                   engine, scratch.pad.empty() ? nullptr : scratch.pad.data());
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, impl_->packed}, {DNNL_ARG_DST, dst_mem}};
+    if (p->scratchpad_bytes > 0) args.emplace(DNNL_ARG_SCRATCHPAD, pad_mem);
+    if (bias != nullptr) {
+      args.emplace(DNNL_ARG_BIAS,
+                   memory(memory::desc({1, n_}, memory::data_type::f32, memory::format_tag::ab),
+                          engine, const_cast<float*>(bias)));
+    }
+    dnnl::stream& stream = ThreadStream();
+    p->matmul.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    Fail("matrix product", e);
+  }
+}
+
+}  // namespace attnscope::model

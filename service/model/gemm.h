@@ -1,0 +1,103 @@
+// Internal to the model library: the CPU matrix products of the forward pass,
+// on raw float32 arrays. Torch-free (and free of oneDNN's headers).
+//
+// Two libraries can multiply: the BLAS libtorch uses (OpenBLAS here), and
+// oneDNN (libdnnl, which Debian's libtorch links already). Where oneDNN's
+// effective instruction set is AVX-512 or better, its matmul primitive runs
+// its brgemm AVX-512 kernels on weights packed once at load into the blocked
+// layout those kernels read (no repacking per call, the same layout for
+// every number of rows), and its sgemm runs AVX-512 kernels too; OpenBLAS
+// 0.3.21 has AVX2 kernels only for such CPUs (OPENBLAS_CORETYPE=Haswell), so
+// oneDNN is about twice as fast there (bench/perf_compare_bench's floor
+// measures both). On CPUs without AVX-512 the BLAS multiplies, as before.
+//
+// ATTNSCOPE_GEMM=auto (the default) | onednn | blas chooses.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace attnscope::model {
+
+enum class GemmBackend { kBlas, kOneDnn };
+
+// The backend this process uses, decided once from ATTNSCOPE_GEMM and the
+// CPU. An unknown ATTNSCOPE_GEMM value is reported by GemmDescription and
+// treated as auto.
+GemmBackend ChosenGemmBackend();
+
+// True when oneDNN's effective instruction set is AVX-512 (avx512_core) or
+// better: where auto chooses it.
+bool OneDnnHasAvx512();
+
+// One line for logs and benchmarks, e.g. "oneDNN 2.6.3 (avx512_core_bf16):
+// weights packed at load" or "BLAS (OpenBLAS Haswell)".
+std::string GemmDescription();
+
+// C (m x n, row-major, ldc) = alpha * A (m x k, lda) * op(B), op(B) = B
+// (k x n, ldb) or B^T for B (n x k, ldb) when b_transposed; beta = 0. On
+// the chosen backend (oneDNN's sgemm or cblas_sgemm). Single-threaded when
+// called inside a parallel region.
+void Sgemm(bool b_transposed, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc);
+
+enum class PackedType { kFloat32, kBfloat16 };
+
+// An activation applied to y = x W^T + b inside the product's kernel
+// (oneDNN's eltwise post-op), on the float32 result: gelu with tanh
+// (gelu_new) or erf, relu, silu (x sigmoid(x)).
+enum class Epilogue { kNone, kGeluTanh, kGeluErf, kRelu, kSilu };
+
+// A weight matrix W (n x k) in oneDNN's packed layout, for y = x W^T + b.
+// kBfloat16 packs W rounded to bfloat16 (round to nearest even, as
+// at::Tensor::to(kBFloat16)); its products round x the same way and
+// accumulate in float32, so they equal a float32 product of the rounded
+// operands up to the order of the sums.
+class PackedMatrix {
+ public:
+  // W[i][j] at w[i * stride_n + j * stride_k]. Works on any x86-64 CPU
+  // (the model packs only where ChosenGemmBackend() is kOneDnn); throws
+  // std::runtime_error if oneDNN refuses.
+  static std::shared_ptr<const PackedMatrix> Pack(const float* w, int64_t n, int64_t k,
+                                                  int64_t stride_n, int64_t stride_k,
+                                                  PackedType type);
+  ~PackedMatrix();
+  PackedMatrix(const PackedMatrix&) = delete;
+  PackedMatrix& operator=(const PackedMatrix&) = delete;
+
+  // The same matrix packed as `type` (bfloat16 from float32 rounds it as
+  // Pack does), from this packed copy: no second read of the source.
+  std::shared_ptr<const PackedMatrix> Converted(PackedType type) const;
+
+  // y (m x n, dense: row stride n) = x (m x k, row stride ldx) W^T
+  // (+ bias (n)). A strided x is copied to dense rows first (oneDNN's fast
+  // kernels read only those); std::invalid_argument for ldy != n.
+  // Threads: the calling thread's OpenMP thread count (libtorch's). Safe
+  // to call from several threads at once. Throws std::runtime_error.
+  void Multiply(const float* x, int64_t m, int64_t ldx, const float* bias, float* y,
+                int64_t ldy, Epilogue epilogue = Epilogue::kNone) const;
+
+  // out[r] (k floats each) = row ids[r] of W, read from the packed copy
+  // (float32 only): a tied embedding's lookup without its source.
+  // std::out_of_range for an id outside [0, n); std::logic_error for bf16.
+  void GatherRows(const int64_t* ids, int64_t count, float* out) const;
+
+  // The name of the oneDNN kernel that multiplies m dense rows by this
+  // matrix ("brg:avx512_core", ...; "ref:any" is its slow reference one).
+  std::string Implementation(int64_t m) const;
+
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  PackedType type() const { return type_; }
+  size_t bytes() const;
+
+ private:
+  struct Impl;
+  PackedMatrix(int64_t n, int64_t k, PackedType type, std::unique_ptr<Impl> impl);
+  int64_t n_, k_;
+  PackedType type_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace attnscope::model
