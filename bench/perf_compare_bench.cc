@@ -364,9 +364,14 @@ int main(int argc, char** argv) {
                     ", analysis blocks of 64 " +
                     std::to_string(static_cast<int>(blocks.peak_rss_mib)) +
                     "; the analysis at its end: file pages " +
-                    std::to_string(static_cast<int>(whole.file_rss_mib)) + " (" +
-                    std::to_string(static_cast<int>(whole.file_rss_mib - checkpoint_mib)) +
-                    " besides the checkpoint: libraries), anonymous " +
+                    std::to_string(static_cast<int>(whole.file_rss_mib)) +
+                    (whole.file_rss_mib > checkpoint_mib
+                         ? " (" + std::to_string(static_cast<int>(whole.file_rss_mib -
+                                                                  checkpoint_mib)) +
+                               " besides the checkpoint: libraries)"
+                         : std::string(" (libraries and what is left of the checkpoint: its "
+                                       "packed matrices' pages were dropped)")) +
+                    ", anonymous " +
                     std::to_string(static_cast<int>(whole.anon_rss_mib)) +
                     (pt.ok ? "; PyTorch last logits row max |diff| " +
                                  std::to_string(pt.last_row_diff)
