@@ -93,31 +93,19 @@ uint16_t ToBf16(float f) {
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // nearest, ties even
 }
 
-// x (m x k, ldx) -> bfloat16 (m x k, dense), on the installed pool.
-const uint16_t* RoundRows(const float* x, int64_t m, int64_t k, int64_t ldx) {
-  std::vector<uint16_t>& out = Scratch().bf16;
+// x (m x k, ldx) -> m dense rows of k in `out` (the calling thread's), each
+// converted by `convert`, on the installed pool.
+template <typename T, typename Convert>
+const T* DenseRows(std::vector<T>& out, const float* x, int64_t m, int64_t k, int64_t ldx,
+                   Convert convert) {
   if (out.size() < static_cast<size_t>(m * k)) out.resize(static_cast<size_t>(m * k));
-  uint16_t* dst = out.data();
+  T* dst = out.data();
   core::ParallelFor(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
                     [&](int64_t begin, int64_t end) {
                       for (int64_t r = begin; r < end; ++r) {
                         const float* src = x + r * ldx;
-                        uint16_t* row = dst + r * k;
-                        for (int64_t j = 0; j < k; ++j) row[j] = ToBf16(src[j]);
-                      }
-                    });
-  return dst;
-}
-
-// x (m x k, ldx) -> dense rows.
-const float* DenseRows(const float* x, int64_t m, int64_t k, int64_t ldx) {
-  std::vector<float>& out = Scratch().dense;
-  if (out.size() < static_cast<size_t>(m * k)) out.resize(static_cast<size_t>(m * k));
-  float* dst = out.data();
-  core::ParallelFor(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
-                    [&](int64_t begin, int64_t end) {
-                      for (int64_t r = begin; r < end; ++r) {
-                        std::memcpy(dst + r * k, x + r * ldx, static_cast<size_t>(k) * sizeof(float));
+                        T* row = dst + r * k;
+                        for (int64_t j = 0; j < k; ++j) row[j] = convert(src[j]);
                       }
                     });
   return dst;
@@ -384,10 +372,10 @@ void PackedMatrix::Multiply(const float* x, int64_t m, int64_t ldx, const float*
     // ~100x slower): such an x is copied first, as bfloat16 is rounded.
     const void* src = x;
     if (type_ == PackedType::kBfloat16) {
-      src = RoundRows(x, m, k_, ldx);
+      src = DenseRows(Scratch().bf16, x, m, k_, ldx, ToBf16);
       ldx = k_;
     } else if (ldx != k_) {
-      src = DenseRows(x, m, k_, ldx);
+      src = DenseRows(Scratch().dense, x, m, k_, ldx, [](float v) { return v; });
       ldx = k_;
     }
     if (ldy != n_) throw std::invalid_argument("PackedMatrix::Multiply: ldy must equal n");
