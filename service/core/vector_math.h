@@ -1,9 +1,10 @@
 // Row kernels of the hot path (softmax, entropies, norms, column sums) over
-// plain float arrays, eight lanes at a time, with exp and log evaluated by
-// polynomials instead of per-element libm calls. Each kernel is compiled for
-// AVX2+FMA and for baseline x86-64 and picks one at load time, so the
-// binaries still run on CPUs without AVX2. Torch-free: the model runtime and
-// the statistics share them.
+// plain float arrays, 16 lanes at a time on AVX-512 and 8 elsewhere, with
+// exp and log evaluated by polynomials instead of per-element libm calls.
+// Each kernel is compiled for AVX-512, for AVX2+FMA and for baseline x86-64
+// and picks one at load time, so the binaries still run on CPUs without
+// AVX2; ATTNSCOPE_VMATH=base|avx2 picks a narrower one (tests). Torch-free:
+// the model runtime and the statistics share them.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,9 @@ namespace attnscope::vmath {
 // is only meaningful for normal x > 0). For tests and scalar tails.
 float Exp(float x);
 float Log(float x);
+
+// The instantiation in use: "avx512", "avx2" or "base".
+const char* KernelSet();
 
 // out[j] = exp(in[j] - m) / sum_k exp(in[k] - m), m = max in[0..n), n >= 1.
 // `in` and `out` may be the same array (in place). Exponentials in float,

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -34,6 +36,26 @@ std::vector<double> ReferenceSoftmax(const std::vector<float>& z) {
   std::vector<double> p;
   for (float v : z) p.push_back(std::exp(v - m) / s);
   return p;
+}
+
+// ctest runs these tests again with ATTNSCOPE_VMATH=avx2 and =base (names
+// ending .avx2, .base), so every instantiation is checked on one machine.
+TEST(VectorMathTest, KernelSetIsTheAskedOneOrTheWidestTheCpuHas) {
+  const std::string set = KernelSet();
+  const char* asked = std::getenv("ATTNSCOPE_VMATH");
+  if (asked != nullptr && std::string(asked) == "base") {
+    EXPECT_EQ(set, "base");
+  } else if (asked != nullptr && std::string(asked) == "avx2") {
+    EXPECT_TRUE(set == "avx2" || set == "base") << set;
+  } else if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("fma")) {
+    EXPECT_EQ(set, "avx512");
+  } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    EXPECT_EQ(set, "avx2");
+  } else {
+    EXPECT_EQ(set, "base");
+  }
 }
 
 TEST(VectorMathTest, ExpAndLogAreWithinAFewUlp) {
