@@ -253,8 +253,16 @@ class Load {
   std::vector<std::thread> threads_;
 };
 
-// Every failed request was in flight when the replica was killed (started
-// before the kill ended, ended after it began) and failed with UNAVAILABLE.
+// How long after the kill the client may still pick the dead replica: it
+// learns of the kill when its connection's close is read, which on a loaded
+// 2-core machine took 8 ms once (a thread's next request, sent 8 ms after
+// the kill, went to the dead address and failed too).
+constexpr auto kDisconnectNoticed = std::chrono::milliseconds(500);
+
+// Every failed request was in flight when the replica was killed, or was
+// sent before the client could have noticed (started before the kill ended
+// plus kDisconnectNoticed, ended after it began), and failed with
+// UNAVAILABLE; later requests all succeed (round robin skips the address).
 void ExpectOnlyRequestsInFlightFailed(const std::vector<Request>& requests,
                                       Clock::time_point kill_start, Clock::time_point kill_end) {
   int failed = 0, ok = 0;
@@ -265,10 +273,13 @@ void ExpectOnlyRequestsInFlightFailed(const std::vector<Request>& requests,
     }
     ++failed;
     EXPECT_EQ(r.code, grpc::StatusCode::UNAVAILABLE) << r.message;
-    EXPECT_LE(r.start, kill_end) << "a request sent after the kill failed: " << r.message;
+    EXPECT_LE(r.start, kill_end + kDisconnectNoticed)
+        << "a request sent after the kill failed: " << r.message;
     EXPECT_GE(r.end, kill_start) << "a request failed before the kill: " << r.message;
   }
-  EXPECT_LE(failed, kClientThreads);  // At most one in flight per client thread.
+  // At most the one in flight per client thread, and its next one if sent
+  // before the client noticed.
+  EXPECT_LE(failed, 2 * kClientThreads);
   EXPECT_GE(ok, 15);
   std::cout << "requests: " << ok << " ok, " << failed
             << " failed (in flight on the killed replica)\n";
