@@ -165,6 +165,7 @@ void AppendEpilogue(Epilogue epilogue, dnnl::primitive_attr& attr) {
   ops.append_eltwise(1.0f, algorithm, alpha, 0.0f);
   attr.set_post_ops(ops);
 }
+
 struct Primitive {
   dnnl::matmul matmul;
   size_t scratchpad_bytes = 0;
