@@ -180,6 +180,14 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeights(const ModelConfig& config,
   return w;
 }
 
+void ForEachLinear(DecoderWeights& w, const std::function<void(LinearWeights&)>& fn) {
+  fn(w.project_in);
+  fn(w.project_out);
+  for (LayerWeights& l : w.layers) {
+    for (LinearWeights* m : {&l.qkv, &l.o, &l.up, &l.down}) fn(*m);
+  }
+}
+
 void PackMatrices(DecoderWeights& w, PackedType type,
                   const std::function<bool(const at::Tensor&)>& release) {
   auto pack = [&](const at::Tensor& t) {
@@ -200,11 +208,7 @@ void PackMatrices(DecoderWeights& w, PackedType type,
     if (!mapped && !tied) w.head = at::Tensor();
     w.embed_in_head = tied && mapped && type == PackedType::kFloat32;
   }
-  linear(w.project_in);
-  linear(w.project_out);
-  for (LayerWeights& l : w.layers) {
-    for (LinearWeights* m : {&l.qkv, &l.o, &l.up, &l.down}) linear(*m);
-  }
+  ForEachLinear(w, linear);
 }
 
 at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Tensor& bias,

@@ -63,6 +63,10 @@ struct DecoderWeights {
 absl::StatusOr<DecoderWeights> LoadDecoderWeights(const ModelConfig& config,
                                                   const WeightLoader& loader);
 
+// fn on every projection: project_in/out, then each layer's q|k|v, o, up,
+// down (the head is not a LinearWeights).
+void ForEachLinear(DecoderWeights& w, const std::function<void(LinearWeights&)>& fn);
+
 // Packs every matrix (the head first, then the projections) as `type` for
 // oneDNN, each right after the other, and hands each source to `release` once it is
 // packed: `release` returns true where the source is a view of the mapped

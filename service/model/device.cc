@@ -8,15 +8,10 @@ namespace attnscope::model {
 namespace {
 
 void ForEachMatrix(DecoderWeights& w, const std::function<void(at::Tensor&)>& fn) {
-  auto linear = [&](LinearWeights& l) {
+  ForEachLinear(w, [&](LinearWeights& l) {
     if (l.weight.defined()) fn(l.weight);
-  };
-  linear(w.project_in);
-  linear(w.project_out);
+  });
   if (w.head.defined()) fn(w.head);
-  for (LayerWeights& l : w.layers) {
-    for (LinearWeights* m : {&l.qkv, &l.o, &l.up, &l.down}) linear(*m);
-  }
 }
 
 void ForEachTensor(DecoderWeights& w, const std::function<void(at::Tensor&)>& fn) {
@@ -77,14 +72,9 @@ DecoderWeights Bf16Matrices(const DecoderWeights& weights) {
     if (p) p = p->Converted(PackedType::kBfloat16);
     return p != nullptr;
   };
-  auto linear = [&](LinearWeights& l) {
+  ForEachLinear(copy, [&](LinearWeights& l) {
     if (convert(l.packed)) l.weight = at::Tensor();
-  };
-  linear(copy.project_in);
-  linear(copy.project_out);
-  for (LayerWeights& l : copy.layers) {
-    for (LinearWeights* m : {&l.qkv, &l.o, &l.up, &l.down}) linear(*m);
-  }
+  });
   if (convert(copy.head_packed)) copy.head = at::Tensor();
   ForEachMatrix(copy, [](at::Tensor& t) {
     const at::Tensor rounded = t.to(at::kBFloat16).contiguous();
