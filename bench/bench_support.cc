@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <cstdio>
 #include <fstream>
@@ -53,6 +54,8 @@ TensorToWrite Half(const std::string& name, std::vector<int64_t> shape, std::mt1
   return Random(name, std::move(shape), rng, stddev, constant, DType::kF16);
 }
 
+}  // namespace
+
 double ProcStatusMiB(const char* key) {
   std::ifstream in("/proc/self/status");
   std::string line;
@@ -61,8 +64,6 @@ double ProcStatusMiB(const char* key) {
   }
   return 0;
 }
-
-}  // namespace
 
 bool WriteRandomGpt2(const std::string& dir, int64_t layers, int64_t heads, int64_t width,
                      int64_t vocab, int64_t positions, DType dtype) {
@@ -161,6 +162,31 @@ std::string CpuName() {
 double CurrentRssMiB() { return ProcStatusMiB("VmRSS:"); }
 double PeakRssMiB() { return ProcStatusMiB("VmHWM:"); }
 
+Measurement MeasureHere(const std::function<bool()>& setup, const std::function<bool()>& run,
+                        int repeats) {
+  Measurement r;
+  r.startup_rss_mib = CurrentRssMiB();
+  r.startup_file_rss_mib = ProcStatusMiB("RssFile:");
+  if (!setup()) return r;
+  r.baseline_rss_mib = CurrentRssMiB();
+  r.ok = run();  // warm-up
+  std::vector<double> times;
+  for (int i = 0; i < repeats && r.ok; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    r.ok = run();
+    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  double total = 0;
+  for (double t : times) total += t;
+  r.seconds_per_run = times.empty() ? 0 : total / static_cast<double>(times.size());
+  std::sort(times.begin(), times.end());
+  r.median_seconds = times.empty() ? 0 : times[(times.size() - 1) / 2];
+  r.peak_rss_mib = PeakRssMiB();
+  r.file_rss_mib = ProcStatusMiB("RssFile:");
+  r.anon_rss_mib = ProcStatusMiB("RssAnon:");
+  return r;
+}
+
 Measurement MeasureInChild(const std::function<bool()>& setup, const std::function<bool()>& run,
                            int repeats) {
   int fds[2];
@@ -169,28 +195,8 @@ Measurement MeasureInChild(const std::function<bool()>& setup, const std::functi
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    Measurement r;
-    if (setup()) {
-      r.baseline_rss_mib = CurrentRssMiB();
-      r.ok = run();  // warm-up
-      std::vector<double> times;
-      for (int i = 0; i < repeats && r.ok; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        r.ok = run();
-        times.push_back(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      }
-      double total = 0;
-      for (double t : times) total += t;
-      r.seconds_per_run = times.empty() ? 0 : total / static_cast<double>(times.size());
-      std::sort(times.begin(), times.end());
-      r.median_seconds = times.empty() ? 0 : times[(times.size() - 1) / 2];
-      r.peak_rss_mib = PeakRssMiB();
-      r.file_rss_mib = ProcStatusMiB("RssFile:");
-      r.anon_rss_mib = ProcStatusMiB("RssAnon:");
-    }
-    ssize_t written = write(fds[1], &r, sizeof(r));
-    _exit(written == sizeof(r) ? 0 : 1);
+    const Measurement r = MeasureHere(setup, run, repeats);
+    ReturnResult(fds[1], &r, sizeof r);
   }
   close(fds[1]);
   if (read(fds[0], &m, sizeof(m)) != sizeof(m)) m.ok = false;
@@ -198,6 +204,62 @@ Measurement MeasureInChild(const std::function<bool()>& setup, const std::functi
   int status = 0;
   waitpid(pid, &status, 0);
   return m;
+}
+
+bool RunFreshProcess(const std::vector<std::string>& args, void* result, size_t bytes) {
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return false;
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    std::vector<std::string> all = {"/proc/self/exe"};
+    all.insert(all.end(), args.begin(), args.end());
+    all.push_back("--result-fd");
+    all.push_back(std::to_string(fds[1]));
+    std::vector<char*> argv;
+    for (std::string& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    std::perror("bench: exec /proc/self/exe");
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t got = 0;
+  while (got < bytes) {
+    const ssize_t n = read(fds[0], static_cast<char*>(result) + got, bytes - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return got == bytes && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+int ResultFd(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--result-fd") == 0) return std::atoi(argv[i + 1]);
+  }
+  return -1;
+}
+
+void ReturnResult(int fd, const void* result, size_t bytes) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  size_t put = 0;
+  while (put < bytes) {
+    const ssize_t n = write(fd, static_cast<const char*>(result) + put, bytes - put);
+    if (n <= 0) break;
+    put += static_cast<size_t>(n);
+  }
+  _exit(put == bytes ? 0 : 1);
 }
 
 }  // namespace attnscope::bench

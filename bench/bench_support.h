@@ -36,11 +36,15 @@ std::string CpuName();
 
 double CurrentRssMiB();
 double PeakRssMiB();
+// A figure of /proc/self/status in MiB ("VmRSS:", "RssFile:", ...); 0 if absent.
+double ProcStatusMiB(const char* key);
 
 struct Measurement {
   bool ok = false;
   double seconds_per_run = 0;   // mean over the timed runs
   double median_seconds = 0;    // lower median of the timed runs
+  double startup_rss_mib = 0;   // before `setup` (the process with its libraries)
+  double startup_file_rss_mib = 0;  // of which file-backed (the libraries' pages)
   double baseline_rss_mib = 0;  // after loading, before the first run
   double peak_rss_mib = 0;      // VmHWM at the end
   // At the end: file-backed pages (the mapped checkpoint and the shared
@@ -49,10 +53,28 @@ struct Measurement {
   double anon_rss_mib = 0;
 };
 
-// Runs `setup` then `run` (`repeats` timed times after one warm-up) in a
-// forked child, so that every configuration starts from a fresh process and
-// its peak memory is its own.
+// Runs `setup` then `run` (`repeats` timed times after one warm-up) in this
+// process and measures them.
+Measurement MeasureHere(const std::function<bool()>& setup, const std::function<bool()>& run,
+                        int repeats);
+
+// MeasureHere in a forked child, so that every configuration starts from the
+// bench's own state and its heap growth is its own. Its peak RSS misses the
+// shared libraries' pages the parent touched before the fork (a forked child
+// maps file pages lazily: ~80 MiB of Debian's libtorch and its dependencies
+// on the 2-core machine): where peak memory is the figure, measure in a
+// fresh process (RunFreshProcess) instead.
 Measurement MeasureInChild(const std::function<bool()>& setup, const std::function<bool()>& run,
                            int repeats);
+
+// Runs this program again (/proc/self/exe: a fresh process whose peak RSS
+// counts everything `attnscope` itself would, the libraries' pages included)
+// with `args` and "--result-fd N", and reads back the `bytes` the child
+// writes to that descriptor with ReturnResult. False if the child failed.
+bool RunFreshProcess(const std::vector<std::string>& args, void* result, size_t bytes);
+// In such a child: the descriptor after "--result-fd" in argv, or -1.
+int ResultFd(int argc, char** argv);
+// Writes `bytes` of `result` to `fd` and exits the child (0 when written).
+[[noreturn]] void ReturnResult(int fd, const void* result, size_t bytes);
 
 }  // namespace attnscope::bench

@@ -16,8 +16,6 @@
 //
 // Usage: long_prompt_bench [--tokens 4096,8192,16384] [--whole 1024,2048,4096]
 //                          [--threads N]
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -88,22 +86,15 @@ Result AnalyzeOnce(const std::string& dir, int64_t tokens, int64_t block) {
   return r;
 }
 
-Result InChild(const std::string& dir, int64_t tokens, int64_t block) {
-  int fds[2];
+// AnalyzeOnce in a fresh process (this program again with --child): its
+// peak RSS counts what `attnscope analyze` would, the libraries' pages too.
+Result InChild(int64_t tokens, int64_t block, int threads) {
   Result r;
-  if (pipe(fds) != 0) return r;
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    const Result child = AnalyzeOnce(dir, tokens, block);
-    const ssize_t n = write(fds[1], &child, sizeof(child));
-    _exit(n == sizeof(child) ? 0 : 1);
+  if (!RunFreshProcess({"--threads", std::to_string(threads), "--child",
+                        std::to_string(tokens) + "," + std::to_string(block)},
+                       &r, sizeof r)) {
+    r.ok = false;
   }
-  close(fds[1]);
-  if (read(fds[0], &r, sizeof(r)) != sizeof(r)) r.ok = false;
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
   return r;
 }
 
@@ -154,7 +145,9 @@ int main(int argc, char** argv) {
   std::vector<int64_t> tokens = {4096, 8192, 16384};
   std::vector<int64_t> whole = {1024, 2048, 4096};
   int threads = 0;
+  std::string child;  // --child T,BLOCK (internal): one AnalyzeOnce, for InChild
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--child") == 0) child = argv[i + 1];
     if (std::strcmp(argv[i], "--tokens") == 0) tokens = ParseList(argv[i + 1]);
     if (std::strcmp(argv[i], "--whole") == 0) whole = ParseList(argv[i + 1]);
     if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
@@ -162,6 +155,12 @@ int main(int argc, char** argv) {
   const std::string dir = ModelDir();
   if (dir.empty()) return 1;
   const int used = attnscope::model::SetComputeThreads(threads);
+  if (const int fd = ResultFd(argc, argv); fd >= 0) {
+    long t = 0, block = 0;
+    Result r;
+    if (std::sscanf(child.c_str(), "%ld,%ld", &t, &block) == 2) r = AnalyzeOnce(dir, t, block);
+    ReturnResult(fd, &r, sizeof r);
+  }
   std::printf("Llama shape, random weights: %ld layers, %ld query / %ld key-value heads, "
               "head_dim %ld, width %ld, MLP %ld, vocab %ld, %ld positions; %d threads\n\n",
               static_cast<long>(kLayers), static_cast<long>(kHeads), static_cast<long>(kKvHeads),
@@ -172,12 +171,12 @@ int main(int argc, char** argv) {
               "peak MiB", "+MiB run", "keep-all MiB", "attn MiB", "h+z MiB", "health");
   for (int64_t t : whole) {
     if (t < 1 || t > kPositions) continue;
-    PrintRow("whole", t, t, InChild(dir, t, t));
+    PrintRow("whole", t, t, InChild(t, t, threads));
   }
   for (int64_t t : tokens) {
     if (t < 1 || t > kPositions) continue;
     const int64_t block = attnscope::model::QueryBlockRows(0, kHeads, t, t);
-    PrintRow("auto", t, block, InChild(dir, t, 0));
+    PrintRow("auto", t, block, InChild(t, 0, threads));
   }
   std::printf("\nwhole: each layer's attention at once (--block-size T); auto: the default "
               "(--block-size 0), blocks of the printed rows.\npeak MiB: VmHWM of the child; "

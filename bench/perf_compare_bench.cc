@@ -62,9 +62,12 @@ struct Flags {
   std::vector<int64_t> tokens = {128, 512, 1024};
   bool floor_only = false;  // just the sgemm floor (e.g. to compare OPENBLAS_CORETYPE values)
   // --analysis-only: one in-process analysis (automatic blocks) and its figures,
-  // for profiling (perf record) and memory checks without child processes.
+  // for profiling (perf record) and memory checks without child processes
+  // (with --plain: the plain forward pass instead).
   bool analysis_only = false;
   int64_t block = 0;  // --block: the query block size of --analysis-only (0: automatic)
+  bool plain = false;  // --plain: --analysis-only runs the plain forward pass instead
+  std::string child;   // --child T,BLOCK,HEADS (internal): one MeasureAttnscope in this process
   std::vector<int64_t> sweep_blocks;  // --sweep-blocks
   int rounds = 3;
 };
@@ -97,9 +100,9 @@ std::string ReadFileText(const std::string& path) {
   return s.str();
 }
 
-// One configuration of attnscope in a child: plain (block < 0) or analysis.
-Measurement MeasureAttnscope(const std::string& dir, const Flags& f, int64_t tokens,
-                             int64_t block, bool heads_as_computed = true) {
+// One configuration of attnscope in this process: plain (block < 0) or analysis.
+Measurement MeasureAttnscopeHere(const std::string& dir, const Flags& f, int64_t tokens,
+                                 int64_t block, bool heads_as_computed) {
   std::unique_ptr<model::LanguageModel> lm;
   const std::vector<int64_t> ids = RandomIds(tokens);
   auto setup = [&] {
@@ -126,7 +129,22 @@ Measurement MeasureAttnscope(const std::string& dir, const Flags& f, int64_t tok
     forward.query_block_size = block;
     return lm->Forward({ids}, forward, {&analyzer}).ok() && analyzer.Finish().ok();
   };
-  return MeasureInChild(setup, run, f.repeats);
+  return MeasureHere(setup, run, f.repeats);
+}
+
+// The same in a fresh process (this program again with --child), so that its
+// peak RSS counts what `attnscope analyze` would: the libraries' pages too.
+Measurement MeasureAttnscope(const Flags& f, int64_t tokens, int64_t block,
+                             bool heads_as_computed = true) {
+  Measurement m;
+  const std::string config = std::to_string(tokens) + "," + std::to_string(block) + "," +
+                             (heads_as_computed ? "1" : "0");
+  if (!RunFreshProcess({"--threads", std::to_string(f.threads), "--repeats",
+                        std::to_string(f.repeats), "--child", config},
+                       &m, sizeof m)) {
+    m.ok = false;
+  }
+  return m;
 }
 
 struct Baseline {
@@ -219,8 +237,14 @@ int AnalysisOnly(const std::string& dir, const Flags& f) {
       model::ForwardOptions forward;
       forward.query_block_size = f.block;
       const auto start = std::chrono::steady_clock::now();
-      if (!(*lm)->Forward({ids}, forward, {&analyzer}).ok() || !analyzer.Finish().ok()) return 1;
-      std::printf("T=%ld analysis %.0f ms, VmHWM %.0f MiB\n", static_cast<long>(t),
+      if (f.plain) {
+        LogitsOnly logits;
+        if (!(*lm)->Forward({ids}, forward, {&logits}).ok()) return 1;
+      } else if (!(*lm)->Forward({ids}, forward, {&analyzer}).ok() || !analyzer.Finish().ok()) {
+        return 1;
+      }
+      std::printf("T=%ld %s %.0f ms, VmHWM %.0f MiB\n", static_cast<long>(t),
+                  f.plain ? "plain" : "analysis",
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() *
                       1000,
                   PeakRssMiB());
@@ -255,7 +279,7 @@ int SweepBlocks(const std::string& dir, const Flags& f) {
     std::vector<double> peak(n, 0.0);
     for (int round = 0; round < f.rounds; ++round) {
       for (size_t i = 0; i < n; ++i) {
-        const Measurement m = MeasureAttnscope(dir, f, t, f.sweep_blocks[i / 2], i % 2 == 0);
+        const Measurement m = MeasureAttnscope(f, t, f.sweep_blocks[i / 2], i % 2 == 0);
         if (!m.ok) return 1;
         seconds[i].push_back(m.median_seconds);
         peak[i] = std::max(peak[i], m.peak_rss_mib);
@@ -285,6 +309,8 @@ Flags ParseFlags(int argc, char** argv) {
     const bool has_value = i + 1 < argc;
     if (flag == "--floor-only") f.floor_only = true;
     if (flag == "--analysis-only") f.analysis_only = true;
+    if (flag == "--plain") f.plain = true;
+    if (flag == "--child" && has_value) f.child = argv[++i];
     if (flag == "--threads" && has_value) f.threads = std::atoi(argv[++i]);
     if (flag == "--repeats" && has_value) f.repeats = std::atoi(argv[++i]);
     if (flag == "--block" && has_value) f.block = std::atoll(argv[++i]);
@@ -307,6 +333,15 @@ int main(int argc, char** argv) {
   const Flags f = ParseFlags(argc, argv);
   const std::string dir =
       (std::filesystem::temp_directory_path() / "attnscope-bench-gpt2-small-f32").string();
+  if (const int fd = ResultFd(argc, argv); fd >= 0) {  // a child of MeasureAttnscope
+    long tokens = 0, block = 0;
+    int heads = 1;
+    Measurement m;
+    if (std::sscanf(f.child.c_str(), "%ld,%ld,%d", &tokens, &block, &heads) == 3) {
+      m = MeasureAttnscopeHere(dir, f, tokens, block, heads != 0);
+    }
+    ReturnResult(fd, &m, sizeof m);
+  }
   std::filesystem::create_directories(dir);
   if (!std::filesystem::exists(dir + "/model.safetensors") &&
       !WriteRandomGpt2(dir, kLayers, kHeads, kWidth, kVocab, kPositions, attnscope::DType::kF32)) {
@@ -338,9 +373,9 @@ int main(int argc, char** argv) {
                   floor.best_gflops, floor.best_shape.c_str());
       continue;
     }
-    const Measurement plain = MeasureAttnscope(dir, f, t, -1);
-    const Measurement whole = MeasureAttnscope(dir, f, t, 0);
-    const Measurement blocks = MeasureAttnscope(dir, f, t, 64);
+    const Measurement plain = MeasureAttnscope(f, t, -1);
+    const Measurement whole = MeasureAttnscope(f, t, 0);
+    const Measurement blocks = MeasureAttnscope(f, t, 64);
     const Baseline pt = MeasurePyTorch(dir, f, t);
     const double ms = 1000.0;
     std::printf("%5ld %9.0f %9.0f %9.0f %9.0f %9.0f %9s | %7.3f %7.3f %7.3f %8s | %8.0f %8.0f %8s\n",
@@ -357,7 +392,15 @@ int main(int argc, char** argv) {
     notes.push_back("T=" + std::to_string(t) + ": best sgemm " +
                     std::to_string(static_cast<int>(floor.best_gflops)) + " GFLOP/s on " +
                     floor.best_shape + "; model " +
-                    std::to_string(static_cast<int>(floor.model_gflop)) + " GFLOP; peak MiB " +
+                    std::to_string(static_cast<int>(floor.model_gflop)) +
+                    " GFLOP; the analysis's process before loading the model " +
+                    std::to_string(static_cast<int>(whole.startup_rss_mib)) + " MiB (" +
+                    std::to_string(static_cast<int>(whole.startup_file_rss_mib)) +
+                    " of it the libraries' file pages), its peak minus that and the "
+                    "checkpoint " +
+                    std::to_string(static_cast<int>(whole.peak_rss_mib - whole.startup_rss_mib -
+                                                    checkpoint_mib)) +
+                    "; peak MiB " +
                     "plain " + std::to_string(static_cast<int>(plain.peak_rss_mib)) +
                     " (after loading " + std::to_string(static_cast<int>(plain.baseline_rss_mib)) +
                     ")" +
