@@ -28,14 +28,15 @@ at::Tensor HiddenKeysTensor(const std::vector<uint8_t>& hidden, int64_t tokens) 
   return at::from_blob(const_cast<uint8_t*>(hidden.data()), {tokens, keys}, at::kByte)
       .to(at::kBool);
 }
-// Rows of logits per block when observers take blocks. Through BLAS every
-// block's GEMM repacks the whole (V, E) head, which fewer rows do not repay:
-// the head at T = 1024 took 721 ms in blocks of 128, 901 in blocks of 64 and
-// 715 in one product (2 threads, GPT-2's head), so 128 rows (26 MB for
-// GPT-2). A packed head (oneDNN) costs no repacking, so 64 rows there: 13 MB
-// less at the pass's peak.
+// Rows of logits per block when observers take blocks: 128 (26 MB for
+// GPT-2). Through BLAS every block's GEMM repacks the whole (V, E) head,
+// which fewer rows do not repay: the head at T = 1024 took 721 ms in blocks
+// of 128, 901 in blocks of 64 and 715 in one product (2 threads, GPT-2's
+// head). A packed head (oneDNN) costs no repacking, but its kernel still
+// reads the whole head once per block: at T = 512 the head's products took
+// 93 ms in blocks of 64, 84 in blocks of 128 and 81 in blocks of 256
+// (GPT-2's head, 2 threads, oneDNN's own timings, DNNL_VERBOSE).
 constexpr int64_t kLogitRowsPerBlock = 128;
-constexpr int64_t kPackedLogitRowsPerBlock = 64;
 
 
 // What one forward pass shares across its layers.
@@ -268,8 +269,7 @@ void DecoderModel::PublishLogits(const at::Tensor& x, const PassState& pass) con
   ObserverSet& observers = pass.observers;
   const int64_t tokens = x.size(1);
   if (!observers.logits_in_blocks()) return observers.PublishLogits(Logits(x, pass));
-  const int64_t per_block =
-      pass.weights->head_packed ? kPackedLogitRowsPerBlock : kLogitRowsPerBlock;
+  const int64_t per_block = kLogitRowsPerBlock;
   for (int64_t begin = 0; begin < tokens; begin += per_block) {
     const int64_t rows = std::min(per_block, tokens - begin);
     observers.PublishLogitsBlock(begin, Logits(x.narrow(1, begin, rows), pass), tokens);
