@@ -180,5 +180,20 @@ TEST(VectorMathTest, TopKRanksNanLast) {
   EXPECT_EQ(TopK(x.data(), 4, 0, got.data()), 0);
 }
 
+// TopK skips a block of values none of which beats the k-th kept one; NaNs
+// in the block must not hide a larger number in the same vector lane.
+TEST(VectorMathTest, TopKFindsNumbersAmongNans) {
+  std::vector<float> x(256, 0.0f);
+  x[0] = 1.0f;
+  x[1] = 2.0f;
+  for (size_t j = 128; j < x.size(); ++j) x[j] = std::nanf("");
+  x[130] = 50.0f;
+  x[250] = 100.0f;  // after a NaN in its lane, whether 8 or 16 lanes wide
+  x[212] = 75.0f;
+  std::vector<int64_t> got(4);
+  ASSERT_EQ(TopK(x.data(), static_cast<int64_t>(x.size()), 4, got.data()), 4);
+  EXPECT_EQ(got, (std::vector<int64_t>{250, 212, 130, 1}));
+}
+
 }  // namespace
 }  // namespace attnscope::vmath
