@@ -94,9 +94,9 @@ absl::StatusOr<analysis::PromptStats> AnalyzeObserving(const model::LanguageMode
   return analyzer.Finish();
 }
 
-// Measures one mode in a child process; its statistics go to `json_path`.
-Measurement MeasureMode(const Mode& mode, const std::string& dir, int64_t tokens, int repeats,
-                        const std::string& json_path) {
+// Measures one mode in this process; its statistics go to `json_path`.
+Measurement MeasureModeHere(const Mode& mode, const std::string& dir, int64_t tokens, int repeats,
+                            const std::string& json_path) {
   std::unique_ptr<model::LanguageModel> lm;
   std::vector<int64_t> ids;
   analysis::AnalysisOptions options;  // structural {0}, threshold 6, no value norms
@@ -121,7 +121,26 @@ Measurement MeasureMode(const Mode& mode, const std::string& dir, int64_t tokens
     std::ofstream(json_path) << analysis::StatsToJson(*stats).dump();
     return true;
   };
-  return MeasureInChild(setup, run, repeats);
+  return MeasureHere(setup, run, repeats);
+}
+
+// Mode `m` in a fresh process (this program again with --child-mode), so
+// that its peak RSS counts what `attnscope analyze` would, the libraries'
+// pages too.
+Measurement MeasureMode(size_t m, int64_t tokens, int repeats) {
+  Measurement r;
+  if (!RunFreshProcess({"--tokens", std::to_string(tokens), "--repeats", std::to_string(repeats),
+                        "--child-mode", std::to_string(m)},
+                       &r, sizeof r)) {
+    r.ok = false;
+  }
+  return r;
+}
+
+std::string JsonPath(size_t m) {
+  return (std::filesystem::temp_directory_path() /
+          ("attnscope-analysis-bench-" + std::to_string(m) + ".json"))
+      .string();
 }
 
 std::string SmallModelDir() {
@@ -147,7 +166,9 @@ int main(int argc, char** argv) {
   using namespace attnscope::bench;
   int64_t tokens = 1024;
   int repeats = 1;
+  int child_mode = -1;  // --child-mode M (internal): one mode, for MeasureMode
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--child-mode") == 0) child_mode = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--tokens") == 0) tokens = std::atoll(argv[i + 1]);
     if (std::strcmp(argv[i], "--repeats") == 0) repeats = std::atoi(argv[i + 1]);
   }
@@ -158,6 +179,14 @@ int main(int argc, char** argv) {
       {"block-wise, query blocks of 64", false, 64},
       {"block-wise, whole layers (block 0)", false, 0},
   };
+  if (const int fd = ResultFd(argc, argv); fd >= 0) {
+    Measurement r;
+    if (child_mode >= 0 && static_cast<size_t>(child_mode) < modes.size()) {
+      const auto m = static_cast<size_t>(child_mode);
+      r = MeasureModeHere(modes[m], dir, tokens, repeats, JsonPath(m));
+    }
+    ReturnResult(fd, &r, sizeof r);
+  }
   std::printf("GPT-2-small shape (12 layers x 12 heads, width 768, vocab 50257), T = %ld, "
               "threads: all cores\n\n",
               static_cast<long>(tokens));
@@ -165,11 +194,9 @@ int main(int argc, char** argv) {
               "max |diff|");
   nlohmann::json reference;
   for (size_t m = 0; m < modes.size(); ++m) {
-    const std::string json_path = (std::filesystem::temp_directory_path() /
-                                   ("attnscope-analysis-bench-" + std::to_string(m) + ".json"))
-                                      .string();
+    const std::string json_path = JsonPath(m);
     std::filesystem::remove(json_path);
-    const Measurement r = MeasureMode(modes[m], dir, tokens, repeats, json_path);
+    const Measurement r = MeasureMode(m, tokens, repeats);
     const nlohmann::json stats = ReadJson(json_path);
     if (!r.ok || stats.is_discarded()) {
       std::printf("%-38s failed\n", modes[m].label.c_str());
@@ -181,7 +208,7 @@ int main(int argc, char** argv) {
                 r.peak_rss_mib - r.baseline_rss_mib, r.seconds_per_run, diff);
     std::fflush(stdout);
   }
-  std::printf("\npeak MiB: VmHWM of the child; +MiB model: over its resident size after loading "
+  std::printf("\npeak MiB: VmHWM of the child (a fresh process); +MiB model: over its resident size after loading "
               "the model; max |diff|: largest absolute difference of any statistic from the full "
               "mode's\n");
   return 0;
