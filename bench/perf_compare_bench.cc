@@ -227,6 +227,8 @@ int AnalysisOnly(const std::string& dir, const Flags& f) {
   model::SetComputeThreads(f.threads);
   auto lm = model::LoadLanguageModel(dir);
   if (!lm.ok()) return 1;
+  std::printf("loaded: VmRSS %.0f MiB (file pages %.0f, anonymous %.0f)\n", CurrentRssMiB(),
+              ProcStatusMiB("RssFile:"), ProcStatusMiB("RssAnon:"));
   for (int64_t t : f.tokens) {
     const std::vector<int64_t> ids = RandomIds(t);
     for (int i = 0; i <= f.repeats; ++i) {

@@ -189,7 +189,8 @@ void ForEachLinear(DecoderWeights& w, const std::function<void(LinearWeights&)>&
 }
 
 void PackMatrices(DecoderWeights& w, PackedType type,
-                  const std::function<bool(const at::Tensor&)>& release) {
+                  const std::function<bool(const at::Tensor&)>& release,
+                  const std::function<void()>& let_go) {
   auto pack = [&](const at::Tensor& t) {
     return PackedMatrix::Pack(t.data_ptr<float>(), t.size(0), t.size(1), t.stride(0),
                               t.stride(1), type);
@@ -197,7 +198,10 @@ void PackMatrices(DecoderWeights& w, PackedType type,
   auto linear = [&](LinearWeights& l) {
     if (!l.weight.defined()) return;
     l.packed = pack(l.weight);
-    if (!release(l.weight)) l.weight = at::Tensor();
+    if (!release(l.weight)) {
+      l.weight = at::Tensor();
+      if (let_go) let_go();
+    }
   };
   // The head first: it is the largest, and its source and packed copy
   // coexist for a moment before the source goes.
@@ -205,8 +209,14 @@ void PackMatrices(DecoderWeights& w, PackedType type,
     w.head_packed = pack(w.head);
     const bool tied = w.head.is_same(w.embed);
     const bool mapped = release(w.head);
-    if (!mapped && !tied) w.head = at::Tensor();
-    w.embed_in_head = tied && mapped && type == PackedType::kFloat32;
+    // A tied float32 head also serves the embedding's lookups (GatherRows):
+    // a converted embedding (F16, BF16 checkpoints) is then let go too.
+    w.embed_in_head = tied && type == PackedType::kFloat32;
+    if (!mapped && (!tied || w.embed_in_head)) {
+      w.head = at::Tensor();
+      if (tied) w.embed = at::Tensor();
+      if (let_go) let_go();
+    }
   }
   ForEachLinear(w, linear);
 }

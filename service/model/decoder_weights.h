@@ -45,15 +45,16 @@ struct LayerWeights {
 };
 
 struct DecoderWeights {
-  at::Tensor embed;      // (V, E)
+  at::Tensor embed;      // (V, E); undefined when a converted tied head serves it
   at::Tensor positions;  // (max_positions + offset, H) or undefined
   LinearWeights project_in, project_out;  // (H, E), (E, H) or undefined
   NormWeights final_norm;
   at::Tensor head;  // (V, E): `embed` when tied; undefined once packed unless mapped
   std::shared_ptr<const PackedMatrix> head_packed;
-  // A tied head packed from a mapped embedding whose pages were dropped:
-  // lookups read head_packed (touching the mapping would load whole folios
-  // of it again).
+  // A tied head packed as float32: lookups read head_packed. From a mapped
+  // embedding whose pages were dropped (touching the mapping would load
+  // whole folios of it again), or from a converted one that was let go
+  // (`embed` is then undefined: no second float32 copy of it).
   bool embed_in_head = false;
   std::vector<LayerWeights> layers;
 };
@@ -72,9 +73,12 @@ void ForEachLinear(DecoderWeights& w, const std::function<void(LinearWeights&)>&
 // packed: `release` returns true where the source is a view of the mapped
 // checkpoint whose pages it dropped (the tensor is kept: reading it faults
 // its pages back in), false where the tensor owns its memory (a converted
-// copy), which is then let go, except the embedding a tied head shares.
+// copy), which is then let go, except the embedding a tied head shares, and
+// `let_go` (if set) is called: LoadDecoder unmaps the copy's buffer there at
+// once, so that the packed copies do not pile up beside the converted ones.
 void PackMatrices(DecoderWeights& w, PackedType type,
-                  const std::function<bool(const at::Tensor&)>& release);
+                  const std::function<bool(const at::Tensor&)>& release,
+                  const std::function<void()>& let_go = {});
 
 // y = x W^T + b over the last dimension.
 at::Tensor Linear(const at::Tensor& x, const LinearWeights& w);

@@ -132,6 +132,13 @@ absl::StatusOr<at::Tensor> WeightLoader::Fetch(const std::vector<std::string>& p
         ")"));
   }
   absl::StatusOr<at::Tensor> out = ToFloatTensor(*ref, owner_);
+  // A converted tensor no longer reads its source: the source's pages of
+  // the mapping are let go (a clean file page, faulted back in if read
+  // again), so that an F16 or BF16 checkpoint is not held beside its float32
+  // copy. A wrapped F32 tensor reads the mapping itself and keeps them.
+  if (out.ok() && out->data_ptr() != static_cast<const void*>(ref->data)) {
+    owner_->DropPages(ref->data, ref->nbytes);
+  }
   if (out.ok() && progress_) {
     done_bytes_ += static_cast<int64_t>(ref->nbytes);
     progress_(LoadProgress{++done_tensors_, done_bytes_, total_bytes_});
