@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
     PrintRow("auto", t, block, InChild(t, 0, threads));
   }
   std::printf("\nwhole: each layer's attention at once (--block-size T); auto: the default "
-              "(--block-size 0), blocks of the printed rows.\npeak MiB: VmHWM of the child; "
+              "(--block-size 0), blocks of the printed rows.\npeak MiB: VmHWM of the child (a fresh process); "
               "+MiB run: over its resident size after loading the model; keep-all MiB: what a "
               "run keeping every tensor needs = attn MiB (L*H*T*T*4 bytes) + h+z MiB (hidden "
               "states (L+1)*T*D*4 and logits T*V*4)\n");

@@ -38,7 +38,6 @@ at::Tensor HiddenKeysTensor(const std::vector<uint8_t>& hidden, int64_t tokens) 
 // (GPT-2's head, 2 threads, oneDNN's own timings, DNNL_VERBOSE).
 constexpr int64_t kLogitRowsPerBlock = 128;
 
-
 // What one forward pass shares across its layers.
 struct PassState {
   const ForwardOptions& options;
@@ -269,9 +268,8 @@ void DecoderModel::PublishLogits(const at::Tensor& x, const PassState& pass) con
   ObserverSet& observers = pass.observers;
   const int64_t tokens = x.size(1);
   if (!observers.logits_in_blocks()) return observers.PublishLogits(Logits(x, pass));
-  const int64_t per_block = kLogitRowsPerBlock;
-  for (int64_t begin = 0; begin < tokens; begin += per_block) {
-    const int64_t rows = std::min(per_block, tokens - begin);
+  for (int64_t begin = 0; begin < tokens; begin += kLogitRowsPerBlock) {
+    const int64_t rows = std::min(kLogitRowsPerBlock, tokens - begin);
     observers.PublishLogitsBlock(begin, Logits(x.narrow(1, begin, rows), pass), tokens);
   }
 }
