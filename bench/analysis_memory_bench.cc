@@ -128,13 +128,8 @@ Measurement MeasureModeHere(const Mode& mode, const std::string& dir, int64_t to
 // that its peak RSS counts what `attnscope analyze` would, the libraries'
 // pages too.
 Measurement MeasureMode(size_t m, int64_t tokens, int repeats) {
-  Measurement r;
-  if (!RunFreshProcess({"--tokens", std::to_string(tokens), "--repeats", std::to_string(repeats),
-                        "--child-mode", std::to_string(m)},
-                       &r, sizeof r)) {
-    r.ok = false;
-  }
-  return r;
+  return MeasureInFreshProcess({"--tokens", std::to_string(tokens), "--repeats",
+                                std::to_string(repeats), "--child-mode", std::to_string(m)});
 }
 
 std::string JsonPath(size_t m) {

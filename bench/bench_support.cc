@@ -243,6 +243,12 @@ bool RunFreshProcess(const std::vector<std::string>& args, void* result, size_t 
   return got == bytes && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
+Measurement MeasureInFreshProcess(const std::vector<std::string>& args) {
+  Measurement m;
+  if (!RunFreshProcess(args, &m, sizeof m)) m.ok = false;
+  return m;
+}
+
 int ResultFd(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--result-fd") == 0) return std::atoi(argv[i + 1]);

@@ -72,6 +72,8 @@ Measurement MeasureInChild(const std::function<bool()>& setup, const std::functi
 // with `args` and "--result-fd N", and reads back the `bytes` the child
 // writes to that descriptor with ReturnResult. False if the child failed.
 bool RunFreshProcess(const std::vector<std::string>& args, void* result, size_t bytes);
+// RunFreshProcess for a child that returns a Measurement (ok false if it failed).
+Measurement MeasureInFreshProcess(const std::vector<std::string>& args);
 // In such a child: the descriptor after "--result-fd" in argv, or -1.
 int ResultFd(int argc, char** argv);
 // Writes `bytes` of `result` to `fd` and exits the child (0 when written).

@@ -136,15 +136,10 @@ Measurement MeasureAttnscopeHere(const std::string& dir, const Flags& f, int64_t
 // peak RSS counts what `attnscope analyze` would: the libraries' pages too.
 Measurement MeasureAttnscope(const Flags& f, int64_t tokens, int64_t block,
                              bool heads_as_computed = true) {
-  Measurement m;
   const std::string config = std::to_string(tokens) + "," + std::to_string(block) + "," +
                              (heads_as_computed ? "1" : "0");
-  if (!RunFreshProcess({"--threads", std::to_string(f.threads), "--repeats",
-                        std::to_string(f.repeats), "--child", config},
-                       &m, sizeof m)) {
-    m.ok = false;
-  }
-  return m;
+  return MeasureInFreshProcess({"--threads", std::to_string(f.threads), "--repeats",
+                                std::to_string(f.repeats), "--child", config});
 }
 
 struct Baseline {
