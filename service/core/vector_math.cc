@@ -154,32 +154,59 @@ INLINE float MaxOf(const float* x, int64_t n) {
   return best;
 }
 
-template <int N>
-INLINE void SoftmaxBody(const float* in, int64_t n, float* out) {
+// kEntropy: also returns the entropy -sum_j p_j log p_j of the output,
+// as log Z - sum_j e_j d_j / Z with d_j = in_j - max, e_j = exp(d_j) and
+// Z = sum_j e_j (the same number, without a log per element).
+template <int N, bool kEntropy>
+INLINE double SoftmaxBodyT(const float* in, int64_t n, float* out) {
   using F = typename Lanes<N>::F;
   using D = typename Lanes<N>::D;
   const float max = MaxOf<N>(in, n);
-  D sum{};
-  F chunk{};
+  D sum{}, weighted{};
+  F chunk{}, chunk_weighted{};
   int64_t j = 0;
   for (int step = 1; j + N <= n; j += N, ++step) {
-    const F e = ExpV<N>(Load<N>(in + j) - max);
+    const F d = Load<N>(in + j) - max;
+    const F e = ExpV<N>(d);
     Store<N>(out + j, e);
     chunk += e;
+    // e is exactly 0 where d is very negative; d is finite for finite input.
+    if constexpr (kEntropy) chunk_weighted += e * d;
     if (step % Lanes<N>::kFlush == 0) {  // float partial sums of 64 terms at most
       sum += Low<N>(chunk) + High<N>(chunk);
       chunk = F{};
+      if constexpr (kEntropy) {
+        weighted += Low<N>(chunk_weighted) + High<N>(chunk_weighted);
+        chunk_weighted = F{};
+      }
     }
   }
   double total = Sum<N>(sum + Low<N>(chunk) + High<N>(chunk));
+  double total_weighted = 0.0;
+  if constexpr (kEntropy) {
+    total_weighted = Sum<N>(weighted + Low<N>(chunk_weighted) + High<N>(chunk_weighted));
+  }
   for (; j < n; ++j) {
-    out[j] = ExpV<N>(Splat<N>(in[j] - max))[0];
+    const float d = in[j] - max;
+    out[j] = ExpV<N>(Splat<N>(d))[0];
     total += out[j];
+    if constexpr (kEntropy) total_weighted += static_cast<double>(out[j]) * d;
   }
   const auto inv = static_cast<float>(1.0 / total);
   j = 0;
   for (; j + N <= n; j += N) Store<N>(out + j, Load<N>(out + j) * inv);
   for (; j < n; ++j) out[j] *= inv;
+  return kEntropy ? std::log(total) - total_weighted / total : 0.0;
+}
+
+template <int N>
+INLINE void SoftmaxBody(const float* in, int64_t n, float* out) {
+  SoftmaxBodyT<N, false>(in, n, out);
+}
+
+template <int N>
+INLINE double SoftmaxEntropyBody(const float* in, int64_t n, float* out) {
+  return SoftmaxBodyT<N, true>(in, n, out);
 }
 
 template <int N>
@@ -194,9 +221,9 @@ INLINE void AddColumns(double* column, typename Lanes<N>::F p) {
   std::memcpy(column + N / 2, &hi, sizeof hi);
 }
 
-template <int N>
-INLINE AttentionRowSums AttentionRowBody(const float* p, const float* w, int64_t n,
-                                         double* column) {
+template <int N, bool kEntropy>
+INLINE AttentionRowSums AttentionRowBodyT(const float* p, const float* w, int64_t n,
+                                          double* column) {
   using F = typename Lanes<N>::F;
   using D = typename Lanes<N>::D;
   D entropy{}, weighted{};
@@ -205,9 +232,11 @@ INLINE AttentionRowSums AttentionRowBody(const float* p, const float* w, int64_t
   for (int step = 1; j < n; j += N, ++step) {
     const int64_t lanes = n - j < N ? n - j : N;
     const F v = lanes == N ? Load<N>(p + j) : LoadPartial<N>(p + j, lanes, 0.0f);
-    const F positive = v > 0.0f ? v : F{};
-    // log of a non-positive lane is garbage, but it is multiplied by 0.
-    chunk_entropy += positive * LogV<N>(v > 0.0f ? v : Splat<N>(1.0f));
+    if constexpr (kEntropy) {
+      const F positive = v > 0.0f ? v : F{};
+      // log of a non-positive lane is garbage, but it is multiplied by 0.
+      chunk_entropy += positive * LogV<N>(v > 0.0f ? v : Splat<N>(1.0f));
+    }
     if (w != nullptr) {
       chunk_weighted += v * (lanes == N ? Load<N>(w + j) : LoadPartial<N>(w + j, lanes, 0.0f));
     }
@@ -229,6 +258,18 @@ INLINE AttentionRowSums AttentionRowBody(const float* p, const float* w, int64_t
   out.entropy = -Sum<N>(entropy);
   out.weighted = Sum<N>(weighted);
   return out;
+}
+
+template <int N>
+INLINE AttentionRowSums AttentionRowBody(const float* p, const float* w, int64_t n,
+                                         double* column) {
+  return AttentionRowBodyT<N, true>(p, w, n, column);
+}
+
+template <int N>
+INLINE AttentionRowSums AttentionRowSumsBody(const float* p, const float* w, int64_t n,
+                                             double* column) {
+  return AttentionRowBodyT<N, false>(p, w, n, column);
 }
 
 template <int N>
@@ -372,7 +413,10 @@ Isa Best() {
   }
 
 ATTNSCOPE_KERNEL(void, Softmax, (const float* in, int64_t n, float* out), (in, n, out))
+ATTNSCOPE_KERNEL(double, SoftmaxEntropy, (const float* in, int64_t n, float* out), (in, n, out))
 ATTNSCOPE_KERNEL(AttentionRowSums, AttentionRow,
+                 (const float* p, const float* w, int64_t n, double* column), (p, w, n, column))
+ATTNSCOPE_KERNEL(AttentionRowSums, AttentionRowSums,
                  (const float* p, const float* w, int64_t n, double* column), (p, w, n, column))
 ATTNSCOPE_KERNEL(LogitRowStats, LogitRow, (const float* z, int64_t n), (z, n))
 ATTNSCOPE_KERNEL(double, SumSquares, (const float* x, int64_t n), (x, n))
@@ -387,8 +431,14 @@ float Log(float x) { return LogV<8>(Splat<8>(x))[0]; }
 
 void Softmax(const float* in, int64_t n, float* out) { SoftmaxBest(in, n, out); }
 
-AttentionRowSums AttentionRow(const float* p, const float* w, int64_t n, double* column) {
-  return AttentionRowBest(p, w, n, column);
+double SoftmaxEntropy(const float* in, int64_t n, float* out) {
+  return SoftmaxEntropyBest(in, n, out);
+}
+
+AttentionRowSums AttentionRow(const float* p, const float* w, int64_t n, double* column,
+                              bool with_entropy) {
+  return with_entropy ? AttentionRowBest(p, w, n, column)
+                      : AttentionRowSumsBest(p, w, n, column);
 }
 
 LogitRowStats LogitRow(const float* z, int64_t n) { return LogitRowBest(z, n); }

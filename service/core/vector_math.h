@@ -25,16 +25,27 @@ const char* KernelSet();
 // their sum in double (over float partial sums of 64 terms).
 void Softmax(const float* in, int64_t n, float* out);
 
+// Softmax, writing the same out[], and the entropy -sum_j out_j log out_j of
+// the row (in nats), computed without a log per element as
+// log Z - sum_j e_j (in_j - m) / Z, e_j = exp(in_j - m), Z = sum_j e_j: the
+// same number up to rounding (about 1e-7 relative; the attention kernel
+// hands it to the statistics so that they need not take logs again). For
+// finite input.
+double SoftmaxEntropy(const float* in, int64_t n, float* out);
+
 // The per-row numbers of one attention row p[0..n):
 //   entropy  = -sum_j p_j log p_j   (entries <= 0 count as 0)
 //   weighted = sum_j p_j w_j        (0 when w is null)
 // and column[j] += p_j for every j when `column` is non-null. Products are
-// taken in float and summed in double (in float over blocks of 64).
+// taken in float and summed in double (in float over blocks of 64). Without
+// `with_entropy` the entropy is skipped (reported as 0): the caller has it
+// from SoftmaxEntropy.
 struct AttentionRowSums {
   double entropy = 0.0;
   double weighted = 0.0;
 };
-AttentionRowSums AttentionRow(const float* p, const float* w, int64_t n, double* column);
+AttentionRowSums AttentionRow(const float* p, const float* w, int64_t n, double* column,
+                              bool with_entropy = true);
 
 // One row z[0..n) of logits, n >= 1: max_j z_j, log_z = log sum_j exp(z_j)
 // and the entropy -sum_j q_j log q_j of q = softmax(z), in nats. Exponentials

@@ -88,6 +88,38 @@ TEST(VectorMathTest, SoftmaxMatchesDoubleAndWorksInPlace) {
   }
 }
 
+// The softmax that also gives the row's entropy writes the same
+// probabilities, bit for bit, and an entropy within ~1e-7 relative of
+// -sum p log p in double, also where entries underflow to exact zeros.
+TEST(VectorMathTest, SoftmaxEntropyIsSoftmaxPlusTheRowsEntropy) {
+  for (float stddev : {0.1f, 4.0f, 60.0f}) {
+    for (int64_t n : kLengths) {
+      std::vector<float> z = Normal(n, stddev, 7);
+      if (n > 3) z[2] = -1e30f;  // exp underflows: p = 0 exactly, 0 log 0 = 0
+      const std::vector<double> want = ReferenceSoftmax(z);
+      double want_entropy = 0;
+      for (double p : want) {
+        if (p > 0) want_entropy -= p * std::log(p);
+      }
+      std::vector<float> plain(z.size()), fused(z.size());
+      Softmax(z.data(), n, plain.data());
+      const double entropy = SoftmaxEntropy(z.data(), n, fused.data());
+      EXPECT_EQ(fused, plain) << n;
+      EXPECT_TRUE(std::fabs(entropy - want_entropy) <= 1e-6 * std::max(1.0, want_entropy))
+          << n << " stddev " << stddev << ": " << entropy << " vs " << want_entropy;
+      // In place, too.
+      EXPECT_EQ(SoftmaxEntropy(z.data(), n, z.data()), entropy);
+      EXPECT_EQ(z, plain) << n;
+    }
+  }
+  const std::vector<float> one = {3.0f};
+  float out = 0;
+  EXPECT_EQ(SoftmaxEntropy(one.data(), 1, &out), 0.0);
+  EXPECT_EQ(out, 1.0f);
+  std::vector<float> nan = {1.0f, std::nanf(""), 2.0f};
+  EXPECT_TRUE(std::isnan(SoftmaxEntropy(nan.data(), 3, nan.data())));
+}
+
 TEST(VectorMathTest, SoftmaxOfANanRowIsNan) {
   std::vector<float> z = {1.0f, std::nanf(""), 2.0f};
   Softmax(z.data(), 3, z.data());
@@ -116,6 +148,24 @@ TEST(VectorMathTest, AttentionRowSumsEntropyWeightsAndColumns) {
     const AttentionRowSums bare = AttentionRow(p.data(), nullptr, n, nullptr);
     EXPECT_EQ(bare.entropy, got.entropy);
     EXPECT_EQ(bare.weighted, 0.0);
+  }
+}
+
+// Without the entropy (the softmax gave it), the same weighted sum and
+// columns, and an entropy of 0.
+TEST(VectorMathTest, AttentionRowWithoutEntropyKeepsTheOtherSums) {
+  for (int64_t n : kLengths) {
+    std::vector<float> p(static_cast<size_t>(n));
+    Softmax(Normal(n, 2.0f, 4).data(), n, p.data());
+    const std::vector<float> w = Normal(n, 1.0f, 5);
+    std::vector<double> columns(p.size(), 0.25), columns_without(p.size(), 0.25);
+    const AttentionRowSums with = AttentionRow(p.data(), w.data(), n, columns.data());
+    const AttentionRowSums without =
+        AttentionRow(p.data(), w.data(), n, columns_without.data(), /*with_entropy=*/false);
+    EXPECT_EQ(without.entropy, 0.0);
+    EXPECT_EQ(without.weighted, with.weighted) << n;
+    EXPECT_EQ(columns_without, columns) << n;
+    EXPECT_GT(with.entropy, n > 1 ? 0.0 : -1.0);
   }
 }
 
