@@ -29,8 +29,9 @@ void HeadStatsAccumulator::Begin(int64_t num_tokens) {
   layers_.clear();
 }
 
-void HeadStatsAccumulator::AddRow(const float* row, const float* value_norms, int64_t i,
-                                  HeadSums* sums, double* column_sums) const {
+void HeadStatsAccumulator::AddRow(const float* row, const float* value_norms,
+                                  const double* entropy, int64_t i, HeadSums* sums,
+                                  double* column_sums) const {
   const int64_t t = num_tokens_;
   if (i == t - 1) {
     sums->has_sink = true;
@@ -41,10 +42,12 @@ void HeadStatsAccumulator::AddRow(const float* row, const float* value_norms, in
   const bool averaged_row = i >= 1 || t == 1;
   if (averaged_row) sums->first_mass += row[0];
   // One pass over the keys the row can see (the rest are exactly 0) for the
-  // entropy, the value-weighted total and the received columns.
-  const vmath::AttentionRowSums row_sums = vmath::AttentionRow(
-      row, averaged_row ? value_norms : nullptr, std::min(i + 1, t), column_sums);
-  sums->entropy += row_sums.entropy;
+  // entropy (unless the runtime's softmax gave it), the value-weighted total
+  // and the received columns.
+  const vmath::AttentionRowSums row_sums =
+      vmath::AttentionRow(row, averaged_row ? value_norms : nullptr, std::min(i + 1, t),
+                          column_sums, /*with_entropy=*/entropy == nullptr);
+  sums->entropy += entropy != nullptr ? *entropy : row_sums.entropy;
   if (i >= 1) sums->prev += row[i - 1];
   if (value_norms != nullptr && averaged_row) {
     const double first = static_cast<double>(row[0]) * value_norms[0];
@@ -87,7 +90,9 @@ void HeadStatsAccumulator::AddHead(const model::AttentionBlock& block, int64_t h
   HeadSums head;
   for (int64_t r = 0; r < rows; ++r) {
     const float* row = block.probs + (h * rows + r) * t;
-    AddRow(row, norms, block.query_begin + r, &head, columns);
+    const double* entropy =
+        block.row_entropy != nullptr ? block.row_entropy + h * rows + r : nullptr;
+    AddRow(row, norms, entropy, block.query_begin + r, &head, columns);
   }
   LayerSums& sums = layers_[static_cast<size_t>(block.layer)];
   const auto k = static_cast<size_t>(h);

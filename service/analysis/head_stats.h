@@ -68,8 +68,9 @@ class HeadStatsAccumulator {
     double sink = 0, first_mass = 0, entropy = 0, prev = 0, vw_raw = 0, vw_norm = 0,
            induction = 0;
   };
-  void AddRow(const float* row, const float* value_norms, int64_t i, HeadSums* sums,
-              double* column_sums) const;
+  // entropy: the row's entropy if the runtime gave it (nullptr: computed here).
+  void AddRow(const float* row, const float* value_norms, const double* entropy, int64_t i,
+              HeadSums* sums, double* column_sums) const;
 
   int64_t induction_n_ = 0;
   int64_t num_tokens_ = 0;

@@ -36,6 +36,7 @@ model::ObserverNeeds PromptAnalyzer::Needs() const {
   needs.logits = true;
   needs.logits_in_blocks = true;
   needs.attention_by_head = options_.heads_as_computed;
+  needs.row_entropy = true;
   return needs;
 }
 

@@ -41,7 +41,11 @@ void HeadAttention(const HeadAttentionArgs& a) {
       // Gemma-2 only: tanh has no vector kernel here.
       for (int64_t j = v.lo; j < v.hi; ++j) row[j] = std::tanh(row[j] / a.softcap) * a.softcap;
     }
-    vmath::Softmax(row + v.lo, v.hi - v.lo, row + v.lo);
+    if (a.row_entropy != nullptr) {
+      a.row_entropy[r] = vmath::SoftmaxEntropy(row + v.lo, v.hi - v.lo, row + v.lo);
+    } else {
+      vmath::Softmax(row + v.lo, v.hi - v.lo, row + v.lo);
+    }
     std::memset(row, 0, static_cast<size_t>(v.lo) * sizeof(float));
     std::memset(row + v.hi, 0, static_cast<size_t>(a.num_keys - v.hi) * sizeof(float));
   }

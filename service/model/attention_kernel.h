@@ -18,6 +18,7 @@ struct HeadAttentionArgs {
   int64_t out_ld = 0;
   float* probs = nullptr;    // rows x num_keys written (row stride probs_ld)
   int64_t probs_ld = 0;
+  double* row_entropy = nullptr;  // non-null: rows entropies written (vmath::SoftmaxEntropy)
   int64_t rows = 0;
   int64_t head_dim = 0;
   int64_t num_keys = 0;
@@ -29,7 +30,8 @@ struct HeadAttentionArgs {
 };
 
 // probs[r][j] = softmax over the visible keys of the scaled (soft-capped)
-// scores, exactly 0 for hidden keys; out = probs . v. Scores are computed
+// scores, exactly 0 for hidden keys; out = probs . v; with row_entropy,
+// row_entropy[r] = -sum_j probs[r][j] log probs[r][j] from the softmax. Scores are computed
 // only for the keys some row of the block can see. Single-threaded BLAS
 // calls when run inside a parallel region (OpenBLAS then uses one thread).
 void HeadAttention(const HeadAttentionArgs& a);

@@ -101,6 +101,15 @@ float* AttentionWorkspace::Floats(int64_t numel) {
   return data_.get();
 }
 
+double* AttentionWorkspace::Doubles(int64_t numel) {
+  if (numel > doubles_size_) {
+    doubles_.reset();
+    doubles_.reset(new double[static_cast<size_t>(numel)]);
+    doubles_size_ = numel;
+  }
+  return doubles_.get();
+}
+
 std::unique_ptr<AttentionWorkspace> WorkspacePool::Take() {
   std::lock_guard<std::mutex> lock(mu_);
   if (free_.empty()) return std::make_unique<AttentionWorkspace>();
@@ -132,6 +141,10 @@ at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const
   AttentionWorkspace local;
   AttentionWorkspace& workspace = step.workspace != nullptr ? *step.workspace : local;
   float* probs = workspace.Floats(batch * heads * std::min(block, tokens) * num_keys);
+  // The rows' entropies come out of the softmax when an observer wants them.
+  double* entropy = observers.needs().attention && observers.needs().row_entropy
+                        ? workspace.Doubles(batch * heads * std::min(block, tokens))
+                        : nullptr;
   at::Tensor out = at::empty({batch, tokens, heads, d}, q.options());  // (B, T, H, d)
   const float* qp = q.data_ptr<float>();
   const float* kp = k.data_ptr<float>();
@@ -142,7 +155,7 @@ at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const
     const bool observed = observers.needs().attention;
     if (observed) {
       observers.StartAttention(step.layer, begin, batch, heads, rows, num_keys, probs,
-                               value_norms);
+                               value_norms, entropy);
     }
     // One (sequence, head) per task: its scores stay in the core's cache and
     // BLAS runs single-threaded inside the parallel region. Observers that
@@ -162,6 +175,7 @@ at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const
         a.out_ld = heads * d;
         a.probs = probs + bh * rows * num_keys;  // (B, H, rows, S) row-major
         a.probs_ld = num_keys;
+        if (entropy != nullptr) a.row_entropy = entropy + bh * rows;  // (B, H, rows)
         a.rows = rows;
         a.head_dim = d;
         a.num_keys = num_keys;
@@ -176,7 +190,7 @@ at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const
     if (observed) {
       observers.PublishAttention(step.layer, begin,
                                  at::from_blob(probs, {batch, heads, rows, num_keys}),
-                                 value_norms);
+                                 value_norms, entropy);
     }
   }
   return out.permute({0, 2, 1, 3});  // (B, H, T, d) view

@@ -21,10 +21,14 @@ class AttentionWorkspace {
  public:
   // At least `numel` floats, contents undefined; valid until the next call.
   float* Floats(int64_t numel);
+  // At least `numel` doubles (the rows' entropies), apart from Floats'.
+  double* Doubles(int64_t numel);
 
  private:
   std::unique_ptr<float[]> data_;
   int64_t size_ = 0;
+  std::unique_ptr<double[]> doubles_;
+  int64_t doubles_size_ = 0;
 };
 
 // Workspaces of finished passes, handed to the next ones (one per pass in

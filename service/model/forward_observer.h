@@ -25,6 +25,10 @@ struct ObserverNeeds {
   // computing core's cache (OnAttentionStart, OnAttentionHead, then
   // OnAttention with heads_published set).
   bool attention_by_head = false;
+  // With `attention`: fill AttentionBlock::row_entropy where the runtime's
+  // softmax can give it (its CPU kernel), so that the observer need not take
+  // a log of every probability again.
+  bool row_entropy = false;
 };
 
 // Attention probabilities of one layer for query rows [query_begin, query_end)
@@ -45,6 +49,12 @@ struct AttentionBlock {
   // reports the norms of the value head it reads. With a sliding window W,
   // probs are also zero where j <= query - W.
   const float* value_norms = nullptr;
+  // row_entropy is (num_heads, query_end - query_begin), float64: each row's
+  // entropy -sum_j probs log probs (nats), as the kernel's softmax computed
+  // it (log Z - sum_j e_j (s_j - m) / Z: the same number up to about 1e-7
+  // relative), or nullptr: when no observer asked (Needs().row_entropy) or
+  // the block did not come from that kernel.
+  const double* row_entropy = nullptr;
   // Set in the OnAttention that ends a block whose heads an observer with
   // Needs().attention_by_head has already taken through OnAttentionHead.
   bool heads_published = false;

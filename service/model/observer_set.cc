@@ -11,6 +11,7 @@ ObserverSet::ObserverSet(const std::vector<ForwardObserver*>& observers) {
     const ObserverNeeds n = o->Needs();
     needs_.attention |= n.attention;
     if (n.attention && n.attention_by_head) by_head_.push_back(o);
+    needs_.row_entropy |= n.attention && n.row_entropy;
     needs_.value_norms |= n.value_norms;
     needs_.hidden_states |= n.hidden_states;
     needs_.logits |= n.logits;
@@ -38,10 +39,12 @@ void ObserverSet::PublishHidden(int state, const at::Tensor& x) {
 
 namespace {
 
-// Sequence b's block of a (B, H, rows, S) float32 probs buffer and its
-// (B, H, S) value norms (or nullptr), both contiguous.
+// Sequence b's block of a (B, H, rows, S) float32 probs buffer, its
+// (B, H, S) value norms and (B, H, rows) row entropies (or nullptr), all
+// contiguous.
 AttentionBlock MakeBlock(int layer, int64_t query_begin, int64_t b, int64_t heads, int64_t rows,
-                         int64_t keys, const float* probs, const float* value_norms) {
+                         int64_t keys, const float* probs, const float* value_norms,
+                         const double* row_entropy) {
   AttentionBlock block;
   block.layer = layer;
   block.sequence = static_cast<int>(b);
@@ -51,6 +54,7 @@ AttentionBlock MakeBlock(int layer, int64_t query_begin, int64_t b, int64_t head
   block.query_end = query_begin + rows;
   block.probs = probs + b * heads * rows * keys;
   if (value_norms != nullptr) block.value_norms = value_norms + b * heads * keys;
+  if (row_entropy != nullptr) block.row_entropy = row_entropy + b * heads * rows;
   return block;
 }
 
@@ -62,12 +66,13 @@ const float* DataOrNull(const at::Tensor& t) {
 
 void ObserverSet::StartBlocks(int layer, int64_t query_begin, int64_t batch, int64_t heads,
                               int64_t rows, int64_t keys, const float* probs,
-                              const at::Tensor& value_norms) {
+                              const at::Tensor& value_norms, const double* row_entropy) {
   block_value_norms_ = value_norms;
   blocks_.clear();
   for (int64_t b = 0; b < batch; ++b) {
     blocks_.push_back(
-        MakeBlock(layer, query_begin, b, heads, rows, keys, probs, DataOrNull(value_norms)));
+        MakeBlock(layer, query_begin, b, heads, rows, keys, probs, DataOrNull(value_norms),
+                  row_entropy));
   }
   for (const AttentionBlock& block : blocks_) {
     for (ForwardObserver* o : by_head_) o->OnAttentionStart(block);
@@ -76,9 +81,9 @@ void ObserverSet::StartBlocks(int layer, int64_t query_begin, int64_t batch, int
 
 void ObserverSet::StartAttention(int layer, int64_t query_begin, int64_t batch, int64_t heads,
                                  int64_t rows, int64_t keys, const float* probs,
-                                 const at::Tensor& value_norms) {
+                                 const at::Tensor& value_norms, const double* row_entropy) {
   if (by_head_.empty()) return;
-  StartBlocks(layer, query_begin, batch, heads, rows, keys, probs, value_norms);
+  StartBlocks(layer, query_begin, batch, heads, rows, keys, probs, value_norms, row_entropy);
   started_ = true;
 }
 
@@ -89,7 +94,7 @@ void ObserverSet::PublishAttentionHead(int64_t sequence, int64_t head) const {
 }
 
 void ObserverSet::PublishAttention(int layer, int64_t query_begin, const at::Tensor& probs,
-                                   const at::Tensor& value_norms) {
+                                   const at::Tensor& value_norms, const double* row_entropy) {
   if (!needs_.attention) return;
   // One copy per block from the model's device (none on the CPU).
   const at::Tensor p = probs.to(at::kCPU).contiguous();  // (B, H, rows, S)
@@ -98,7 +103,8 @@ void ObserverSet::PublishAttention(int layer, int64_t query_begin, const at::Ten
   const int64_t batch = p.size(0), heads = p.size(1);
   if (!by_head_.empty() && !started_) {
     // A kernel that did not publish head by head: hand the heads over here.
-    StartBlocks(layer, query_begin, batch, heads, p.size(2), p.size(3), p.data_ptr<float>(), vn);
+    StartBlocks(layer, query_begin, batch, heads, p.size(2), p.size(3), p.data_ptr<float>(), vn,
+                row_entropy);
     started_ = true;
     at::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
       for (int64_t bh = begin; bh < end; ++bh) PublishAttentionHead(bh / heads, bh % heads);
@@ -106,7 +112,7 @@ void ObserverSet::PublishAttention(int layer, int64_t query_begin, const at::Ten
   }
   for (int64_t b = 0; b < batch; ++b) {
     const AttentionBlock block = MakeBlock(layer, query_begin, b, heads, p.size(2), p.size(3),
-                                           p.data_ptr<float>(), DataOrNull(vn));
+                                           p.data_ptr<float>(), DataOrNull(vn), row_entropy);
     for (ForwardObserver* o : observers_) {
       const ObserverNeeds n = o->Needs();
       if (!n.attention) continue;

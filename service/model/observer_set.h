@@ -23,8 +23,10 @@ class ObserverSet {
   void PublishHidden(int state, const at::Tensor& x);
   // probs is (B, H, rows, S) for query rows starting at `query_begin`;
   // value_norms is (B, H, S) or undefined.
+  // row_entropy: (B, H, rows) float64 entropies of the probs' rows, or
+  // nullptr (AttentionBlock::row_entropy).
   void PublishAttention(int layer, int64_t query_begin, const at::Tensor& probs,
-                        const at::Tensor& value_norms);
+                        const at::Tensor& value_norms, const double* row_entropy = nullptr);
   // True when some observer takes attention head by head
   // (Needs().attention_by_head).
   bool attention_by_head() const { return !by_head_.empty(); }
@@ -33,10 +35,13 @@ class ObserverSet {
   // first, then PublishAttentionHead for each (sequence, head) once its rows
   // are in place (from any thread), then PublishAttention with the same
   // block. value_norms: (B, H, S) float32 on the CPU, contiguous, or
-  // undefined. Without StartAttention, PublishAttention hands the heads to
-  // those observers itself.
+  // undefined; row_entropy: where the kernel writes each row's entropy
+  // ((B, H, rows) float64, filled in with the probs), or nullptr. Without
+  // StartAttention, PublishAttention hands the heads to those observers
+  // itself.
   void StartAttention(int layer, int64_t query_begin, int64_t batch, int64_t heads, int64_t rows,
-                      int64_t keys, const float* probs, const at::Tensor& value_norms);
+                      int64_t keys, const float* probs, const at::Tensor& value_norms,
+                      const double* row_entropy = nullptr);
   void PublishAttentionHead(int64_t sequence, int64_t head) const;
   // logits is (B, T, V): OnLogits, or one OnLogitsBlock of all T rows.
   void PublishLogits(const at::Tensor& logits);
@@ -48,7 +53,8 @@ class ObserverSet {
 
  private:
   void StartBlocks(int layer, int64_t query_begin, int64_t batch, int64_t heads, int64_t rows,
-                   int64_t keys, const float* probs, const at::Tensor& value_norms);
+                   int64_t keys, const float* probs, const at::Tensor& value_norms,
+                   const double* row_entropy);
 
   std::vector<ForwardObserver*> observers_;
   std::vector<ForwardObserver*> by_head_;  // those with Needs().attention_by_head

@@ -139,6 +139,31 @@ TEST(ObserverTest, HeadByHeadEqualsWholeBlocks) {
   EXPECT_NEAR(b->sink_score[1][0], 1.0 / 3, 1e-7);
 }
 
+// A block that carries its rows' entropies (the runtime's softmax computed
+// them) is not asked for them again: the analyzer averages what it is given.
+TEST(ObserverTest, EntropiesThatComeWithTheBlockAreTheOnesAveraged) {
+  Stream st;
+  EXPECT_TRUE(PromptAnalyzer(AnalysisOptions{}).Needs().row_entropy);
+  const std::vector<double> exact = {0.0, std::log(2.0), std::log(3.0)};
+  const std::vector<double> made_up = {0.25, 0.5, 0.75};
+  for (const std::vector<double>* given : {&exact, &made_up}) {
+    PromptAnalyzer a(AnalysisOptions{});
+    st.Begin(&a);
+    st.State(&a, 0);
+    for (int l = 0; l < kLayers; ++l) {
+      model::AttentionBlock b = st.Block(l, 0, kT);
+      b.row_entropy = given->data();  // H = 1: one entropy per row
+      a.OnAttention(b);
+      st.State(&a, l + 1);
+    }
+    st.Logits(&a);
+    absl::StatusOr<PromptStats> s = a.Finish();
+    ASSERT_TRUE(s.ok()) << s.status();
+    const double want = ((*given)[0] + (*given)[1] + (*given)[2]) / 3;
+    EXPECT_NEAR(s->attention_entropy[1][0], want, 1e-12);
+  }
+}
+
 TEST(ObserverTest, RestartAfterAFailedRun) {
   Stream st;
   PromptAnalyzer a(AnalysisOptions{});

@@ -130,6 +130,37 @@ TEST(ObserverSetTest, AKernelPublishesEachHeadAsItIsComputed) {
   EXPECT_EQ(by_head.starts.size(), 2u) << "PublishAttention must not start the block again";
 }
 
+// Row entropies are asked for only with attention, and each sequence's
+// block points at its own (H, rows) slice of the (B, H, rows) buffer.
+TEST(ObserverSetTest, RowEntropiesReachEachSequencesBlock) {
+  class WantsEntropy : public Recording {
+   public:
+    WantsEntropy() : Recording(true) {}
+    ObserverNeeds Needs() const override {
+      ObserverNeeds needs = Recording::Needs();
+      needs.row_entropy = true;
+      return needs;
+    }
+  };
+  WantsEntropy wants;
+  Recording plain(false);
+  EXPECT_TRUE(ObserverSet({&wants, &plain}).needs().row_entropy);
+  EXPECT_FALSE(ObserverSet({&plain}).needs().row_entropy);
+  ObserverSet set({&wants, &plain});
+  at::Tensor probs = Probs();
+  std::vector<double> entropy(2 * 3 * 4);
+  set.StartAttention(0, 0, 2, 3, 4, 5, probs.data_ptr<float>(), at::Tensor(), entropy.data());
+  ASSERT_EQ(wants.starts.size(), 2u);
+  EXPECT_EQ(wants.starts[1].row_entropy, entropy.data() + 3 * 4);
+  for (int64_t bh = 0; bh < 6; ++bh) set.PublishAttentionHead(bh / 3, bh % 3);
+  set.PublishAttention(0, 0, probs, at::Tensor(), entropy.data());
+  ASSERT_EQ(plain.wholes.size(), 2u);
+  EXPECT_EQ(plain.wholes[0].row_entropy, entropy.data());
+  EXPECT_EQ(plain.wholes[1].row_entropy, entropy.data() + 3 * 4);
+  set.PublishAttention(1, 0, probs, at::Tensor());  // a block without them
+  EXPECT_EQ(plain.wholes[2].row_entropy, nullptr);
+}
+
 TEST(ObserverSetTest, WithoutHeadByHeadObserversNothingIsStarted) {
   Recording whole(false);
   ObserverSet set({&whole});
