@@ -322,6 +322,20 @@ Flags ParseFlags(int argc, char** argv) {
   return f;
 }
 
+// The FMA peak, how much of it the best product reached, and how much of
+// it the analysis must reach end to end to be within 1.15x of the floor.
+std::string PeakNote(const FloorResult& floor, const Flags& f) {
+  if (floor.peak_gflops <= 0) return "FMA peak not measured (neither AVX-512 nor AVX2)";
+  char text[240];
+  std::snprintf(text, sizeof text,
+                "FMA peak %.0f GFLOP/s (%s, %d threads): the best product reached %.0f%% of it, "
+                "the goal (1.15x the floor) asks for %.0f%% end to end",
+                floor.peak_gflops, floor.peak_isa.c_str(), f.threads,
+                100 * floor.best_gflops / floor.peak_gflops,
+                100 * floor.best_gflops / 1.15 / floor.peak_gflops);
+  return text;
+}
+
 }  // namespace
 }  // namespace attnscope::bench
 
@@ -365,9 +379,9 @@ int main(int argc, char** argv) {
     const FloorResult floor = MeasureSgemmFloor(
         {kLayers, kHeads, kWidth, 4 * kWidth, kVocab}, t, f.threads);
     if (f.floor_only) {
-      std::printf("T=%ld floor %.0f ms, by shape %.0f ms, best %.0f GFLOP/s on %s\n",
+      std::printf("T=%ld floor %.0f ms, by shape %.0f ms, best %.0f GFLOP/s on %s; %s\n",
                   static_cast<long>(t), floor.floor_seconds * 1000, floor.by_shape_seconds * 1000,
-                  floor.best_gflops, floor.best_shape.c_str());
+                  floor.best_gflops, floor.best_shape.c_str(), PeakNote(floor, f).c_str());
       continue;
     }
     const Measurement plain = MeasureAttnscope(f, t, -1);
@@ -386,10 +400,21 @@ int main(int argc, char** argv) {
                 whole.peak_rss_mib, whole.peak_rss_mib - checkpoint_mib,
                 pt.ok ? std::to_string(static_cast<int>(pt.peak_mib)).c_str() : "-");
     std::fflush(stdout);
+    const auto percent_of_peak = [&](double seconds) {
+      return std::to_string(static_cast<int>(
+                 std::lround(100 * floor.model_gflop / seconds / floor.peak_gflops))) +
+             "%";
+    };
     notes.push_back("T=" + std::to_string(t) + ": best sgemm " +
                     std::to_string(static_cast<int>(floor.best_gflops)) + " GFLOP/s on " +
-                    floor.best_shape + "; model " +
-                    std::to_string(static_cast<int>(floor.model_gflop)) +
+                    floor.best_shape + "; " + PeakNote(floor, f) +
+                    (floor.peak_gflops > 0 ? "; the model's FLOPs at " +
+                                                 percent_of_peak(plain.median_seconds) +
+                                                 " of the peak in the plain pass, " +
+                                                 percent_of_peak(whole.median_seconds) +
+                                                 " in the analysis"
+                                           : std::string()) +
+                    "; model " + std::to_string(static_cast<int>(floor.model_gflop)) +
                     " GFLOP; the analysis's process before loading the model " +
                     std::to_string(static_cast<int>(whole.startup_rss_mib)) + " MiB (" +
                     std::to_string(static_cast<int>(whole.startup_file_rss_mib)) +

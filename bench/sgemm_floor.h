@@ -20,11 +20,16 @@ struct FloorResult {
   std::string best_shape;       // where it was reached, e.g. "1024x768 . 768x3072"
   double floor_seconds = 0;     // model_gflop / best_gflops
   double by_shape_seconds = 0;  // sum over the products of their own best time
+  // The machine's float32 FMA peak with the same threads: independent
+  // vector FMA chains from registers (no memory traffic), the rate no
+  // matrix product can beat; 0 when the CPU has neither AVX-512 nor AVX2.
+  double peak_gflops = 0;
+  std::string peak_isa;  // "AVX-512" or "AVX2"
 };
 
 // Times each product of the model at T = `tokens` (q|k|v, output, MLP up and
 // down, the head, per-head scores and weighted sums) with `threads` threads,
-// best of several runs, in a forked child (so the caller's process never
+// best of several runs, and the FMA peak, in a forked child (so the caller's process never
 // starts OpenMP before it forks others).
 FloorResult MeasureSgemmFloor(const ModelShape& shape, int64_t tokens, int threads);
 
