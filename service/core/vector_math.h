@@ -11,9 +11,10 @@
 
 namespace attnscope::vmath {
 
-// exp(x) and log(x) of one float, by the same polynomials the kernels use
-// (relative error about 1e-7; exp gives 0 below -87.3 and NaN for NaN; log
-// is only meaningful for normal x > 0). For tests and scalar tails.
+// exp(x) and log(x) of one float, by the same polynomials the kernels use,
+// in the instantiation in use (KernelSet()) (relative error about 1e-7; exp
+// gives 0 below -87.3 and NaN for NaN; log is only meaningful for normal
+// x > 0). For tests.
 float Exp(float x);
 float Log(float x);
 
@@ -22,7 +23,7 @@ const char* KernelSet();
 
 // out[j] = exp(in[j] - m) / sum_k exp(in[k] - m), m = max in[0..n), n >= 1.
 // `in` and `out` may be the same array (in place). Exponentials in float,
-// their sum in double (over float partial sums of 64 terms).
+// their sum in double (over float partial sums of 8 terms a lane).
 void Softmax(const float* in, int64_t n, float* out);
 
 // Softmax, writing the same out[], and the entropy -sum_j out_j log out_j of
@@ -37,7 +38,7 @@ double SoftmaxEntropy(const float* in, int64_t n, float* out);
 //   entropy  = -sum_j p_j log p_j   (entries <= 0 count as 0)
 //   weighted = sum_j p_j w_j        (0 when w is null)
 // and column[j] += p_j for every j when `column` is non-null. Products are
-// taken in float and summed in double (in float over blocks of 64). Without
+// taken in float and summed in double (in float over 8 terms a lane). Without
 // `with_entropy` the entropy is skipped (reported as 0): the caller has it
 // from SoftmaxEntropy.
 struct AttentionRowSums {
