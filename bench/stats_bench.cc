@@ -4,7 +4,10 @@
 // its logit blocks, on synthetic softmax rows. Each is timed with the heads
 // and rows split over the model's thread pool (core::ParallelFor, as
 // attnscope analyze runs them) and on one thread, interleaved, median of the
-// runs. Prints both and their ratio.
+// runs. Prints both and their ratio. The attention statistics are timed
+// twice: taking each row's entropy from its probabilities (a log per entry:
+// blocks replayed from tensors), and given the entropies, as the runtime's
+// attention kernel hands them over from its softmax.
 //
 // Usage: stats_bench [--threads 2] [--tokens 1024] [--block 160] [--repeats 7]
 #include <algorithm>
@@ -20,6 +23,7 @@
 #include "service/analysis/head_stats.h"
 #include "service/analysis/token_stats.h"
 #include "service/core/parallel.h"
+#include "service/core/vector_math.h"
 #include "service/model/blas_info.h"
 #include "service/model/language_model.h"
 
@@ -84,8 +88,15 @@ int main(int argc, char** argv) {
   // The blocks' contents do not matter for the time: one synthetic block per
   // offset would take long to make, so every block reuses the first one's rows.
   fill_block(0, block);
+  // Each row's entropy, as the attention kernel's softmax hands it over
+  // (ObserverNeeds::row_entropy): the statistics then take no log per entry.
+  std::vector<double> row_entropy(static_cast<size_t>(kHeads * block));
+  for (size_t i = 0; i < row_entropy.size(); ++i) {
+    const float* row = probs.data() + i * static_cast<size_t>(tokens);
+    row_entropy[i] = vmath::AttentionRow(row, nullptr, tokens, nullptr).entropy;
+  }
 
-  const auto attention_pass = [&] {
+  const auto attention_pass = [&](bool entropies_given) {
     analysis::HeadStatsAccumulator heads;
     heads.Begin(tokens);
     std::vector<double> columns(static_cast<size_t>(tokens), 0.0);
@@ -99,6 +110,7 @@ int main(int argc, char** argv) {
         b.query_end = std::min(tokens, begin + block);
         b.probs = probs.data();
         b.value_norms = norms.data();
+        if (entropies_given) b.row_entropy = row_entropy.data();
         heads.AddBlock(b, true, columns.data());
       }
     }
@@ -116,19 +128,23 @@ int main(int argc, char** argv) {
     return nats[0];
   };
 
-  std::vector<double> att_pool, att_one, log_pool, log_one;
+  std::vector<double> att_pool, att_one, fused_pool, fused_one, log_pool, log_one;
   double sink = 0;
   for (int r = 0; r <= repeats; ++r) {  // the first round warms up
     for (bool pooled : {true, false}) {
       core::SetParallelForImpl(pooled ? pool : nullptr);
       auto start = std::chrono::steady_clock::now();
-      sink += attention_pass();
+      sink += attention_pass(false);
       const double att = Seconds(start);
+      start = std::chrono::steady_clock::now();
+      sink += attention_pass(true);
+      const double fused = Seconds(start);
       start = std::chrono::steady_clock::now();
       sink += logits_pass();
       const double log = Seconds(start);
       if (r == 0) continue;
       (pooled ? att_pool : att_one).push_back(att);
+      (pooled ? fused_pool : fused_one).push_back(fused);
       (pooled ? log_pool : log_one).push_back(log);
     }
   }
@@ -138,13 +154,14 @@ int main(int argc, char** argv) {
               static_cast<long>(kLayers), static_cast<long>(kHeads), static_cast<long>(tokens),
               static_cast<long>(block), static_cast<long>(kLogitRows), static_cast<long>(kVocab),
               repeats);
-  std::printf("%-34s %10s %10s %8s\n", "", "pool ms", "1 thr ms", "1/pool");
+  std::printf("%-44s %10s %10s %8s\n", "", "pool ms", "1 thr ms", "1/pool");
   const auto line = [](const char* what, const std::vector<double>& pool_s,
                        const std::vector<double>& one_s) {
     const double p = Median(pool_s), o = Median(one_s);
-    std::printf("%-34s %10.1f %10.1f %8.2f\n", what, p * 1000, o * 1000, o / p);
+    std::printf("%-44s %10.1f %10.1f %8.2f\n", what, p * 1000, o * 1000, o / p);
   };
   line("attention statistics (all layers)", att_pool, att_one);
+  line("  the same, entropies given by the softmax", fused_pool, fused_one);
   line("next-token statistics", log_pool, log_one);
   std::printf("load average at the end %s (checksum %.3g)\n", LoadAverage().c_str(), sink);
   return 0;
