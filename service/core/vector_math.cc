@@ -57,35 +57,29 @@ INLINE typename Lanes<N>::F LoadPartial(const float* p, int64_t n, float fill) {
   return Load<N>(lanes);
 }
 
-// The low and high halves as doubles. With 16 lanes (only ever inlined
-// into the AVX-512 kernels) by one vcvtps2pd each: GCC 12 converts 8 floats
-// to 8 doubles as two 4-lane conversions and an insert, which made each
-// flush of the partial sums cost ~26 cycles and AddColumns ~2x its time.
+// The N floats of v as N doubles, in its low and high halves. One
+// conversion of the whole vector: GCC 12 converts half a 16-float vector
+// (8 floats to 8 doubles) as two 4-lane conversions and an insert, but all
+// 16 as one extract and two vcvtps2pd, and clang as two vcvtps2pd. On the
+// AVX-512 EPYC a flush of the float partial sums took ~26 cycles the first
+// way, which was a quarter of a logit row's time.
 template <int N>
-INLINE typename Lanes<N>::D Low(typename Lanes<N>::F v) {
-  typename Lanes<N>::D out;
-  if constexpr (N == 16) {
-    asm("vcvtps2pd %t1, %g0" : "=v"(out) : "v"(v));
-  } else {
-    typename Lanes<N>::H h;
-    std::memcpy(&h, &v, sizeof h);
-    out = __builtin_convertvector(h, typename Lanes<N>::D);
-  }
-  return out;
+INLINE void Widen(typename Lanes<N>::F v, typename Lanes<N>::D* low,
+                  typename Lanes<N>::D* high) {
+  typedef double W __attribute__((vector_size(N * 8)));
+  const W w = __builtin_convertvector(v, W);
+  std::memcpy(low, &w, sizeof *low);
+  std::memcpy(high, reinterpret_cast<const char*>(&w) + sizeof *low, sizeof *high);
 }
+
+// Low half + high half, in double: a float partial sum flushed.
 template <int N>
-INLINE typename Lanes<N>::D High(typename Lanes<N>::F v) {
-  typename Lanes<N>::D out;
-  if constexpr (N == 16) {
-    typename Lanes<N>::H high;
-    asm("vextractf64x4 $1, %g2, %t1\n\tvcvtps2pd %t1, %g0" : "=v"(out), "=&v"(high) : "v"(v));
-  } else {
-    typename Lanes<N>::H h;
-    std::memcpy(&h, reinterpret_cast<const char*>(&v) + sizeof h, sizeof h);
-    out = __builtin_convertvector(h, typename Lanes<N>::D);
-  }
-  return out;
+INLINE typename Lanes<N>::D Halves(typename Lanes<N>::F v) {
+  typename Lanes<N>::D low, high;
+  Widen<N>(v, &low, &high);
+  return low + high;
 }
+
 template <int N>
 INLINE double Sum(typename Lanes<N>::D v) {
   double s = 0.0;
@@ -208,18 +202,18 @@ INLINE double SoftmaxBodyT(const float* in, int64_t n, float* out) {
     // e is exactly 0 where d is very negative; d is finite for finite input.
     if constexpr (kEntropy) chunk_weighted += e * d;
     if (step % Lanes<N>::kFlush == 0) {  // float partial sums of 8 terms a lane
-      sum += Low<N>(chunk) + High<N>(chunk);
+      sum += Halves<N>(chunk);
       chunk = F{};
       if constexpr (kEntropy) {
-        weighted += Low<N>(chunk_weighted) + High<N>(chunk_weighted);
+        weighted += Halves<N>(chunk_weighted);
         chunk_weighted = F{};
       }
     }
   }
-  double total = Sum<N>(sum + Low<N>(chunk) + High<N>(chunk));
+  double total = Sum<N>(sum + Halves<N>(chunk));
   double total_weighted = 0.0;
   if constexpr (kEntropy) {
-    total_weighted = Sum<N>(weighted + Low<N>(chunk_weighted) + High<N>(chunk_weighted));
+    total_weighted = Sum<N>(weighted + Halves<N>(chunk_weighted));
   }
   for (; j < n; ++j) {
     const float d = in[j] - max;
@@ -247,11 +241,12 @@ INLINE double SoftmaxEntropyBody(const float* in, int64_t n, float* out) {
 template <int N>
 INLINE void AddColumns(double* column, typename Lanes<N>::F p) {
   using D = typename Lanes<N>::D;
-  D lo, hi;
+  D lo, hi, p_lo, p_hi;
   std::memcpy(&lo, column, sizeof lo);
   std::memcpy(&hi, column + N / 2, sizeof hi);
-  lo += Low<N>(p);
-  hi += High<N>(p);
+  Widen<N>(p, &p_lo, &p_hi);
+  lo += p_lo;
+  hi += p_hi;
   std::memcpy(column, &lo, sizeof lo);
   std::memcpy(column + N / 2, &hi, sizeof hi);
 }
@@ -283,8 +278,8 @@ INLINE AttentionRowSums AttentionRowBodyT(const float* p, const float* w, int64_
       }
     }
     if (step % Lanes<N>::kFlush == 0 || j + N >= n) {  // flush the float partial sums
-      entropy += Low<N>(chunk_entropy) + High<N>(chunk_entropy);
-      weighted += Low<N>(chunk_weighted) + High<N>(chunk_weighted);
+      entropy += Halves<N>(chunk_entropy);
+      weighted += Halves<N>(chunk_weighted);
       chunk_entropy = F{};
       chunk_weighted = F{};
     }
@@ -316,25 +311,20 @@ INLINE LogitRowStats LogitRowBody(const float* z, int64_t n) {
   const float pad = max - 200.0f;
   D sum{}, weighted{};
   F chunk_sum{}, chunk_weighted{};
-  const auto add = [&](F d) {
+  int64_t j = 0;
+  for (int step = 1; j < n; j += N, ++step) {
+    const int64_t lanes = n - j < N ? n - j : N;
+    const F d = (lanes == N ? Load<N>(z + j) : LoadPartial<N>(z + j, lanes, pad)) - max;
     const F e = ExpV<N>(d);
     chunk_sum += e;
     chunk_weighted += e * d;
-  };
-  const auto flush = [&] {
-    sum += Low<N>(chunk_sum) + High<N>(chunk_sum);
-    weighted += Low<N>(chunk_weighted) + High<N>(chunk_weighted);
-    chunk_sum = F{};
-    chunk_weighted = F{};
-  };
-  // Whole vectors, then the partial one: no per-step test of the tail.
-  int64_t j = 0;
-  for (int step = 1; j + N <= n; j += N, ++step) {
-    add(Load<N>(z + j) - max);
-    if (step % Lanes<N>::kFlush == 0) flush();
+    if (step % Lanes<N>::kFlush == 0 || j + N >= n) {
+      sum += Halves<N>(chunk_sum);
+      weighted += Halves<N>(chunk_weighted);
+      chunk_sum = F{};
+      chunk_weighted = F{};
+    }
   }
-  if (j < n) add(LoadPartial<N>(z + j, n - j, pad) - max);
-  flush();
   const double s = Sum<N>(sum);
   const double log_s = std::log(s);
   LogitRowStats out;
@@ -352,7 +342,8 @@ INLINE double SumSquaresBody(const float* x, int64_t n) {
   int64_t j = 0;
   for (; j + N <= n; j += N) {
     const auto v = Load<N>(x + j);
-    const D lo = Low<N>(v), hi = High<N>(v);
+    D lo, hi;
+    Widen<N>(v, &lo, &hi);
     acc += lo * lo + hi * hi;
   }
   double s = Sum<N>(acc);
