@@ -5,8 +5,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <immintrin.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -97,39 +95,38 @@ double TimeProduct(const Product& p, std::string* library) {
   return best;
 }
 
-// kChains independent FMA chains of one vector width, `iterations` times:
-// enough chains to cover the FMA latency on every port, operands in
-// registers. Returns a value so that nothing is optimised away.
+// kChains independent FMA chains of N floats, `iterations` times: enough
+// chains to cover the FMA latency on every port, operands in registers.
+// Returns a value so that nothing is optimised away. Inlined into the
+// wrappers below, whose target makes a * b + c one vfmadd of N lanes.
 constexpr int kChains = 12;
 
-__attribute__((target("avx512f"))) float FmaChains512(int64_t iterations) {
-  __m512 acc[kChains];
-  const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+template <int N>
+struct Floats {
+  typedef float V __attribute__((vector_size(N * 4)));
+};
+
+template <int N>
+[[gnu::always_inline]] inline float FmaChains(int64_t iterations) {
+  using V = typename Floats<N>::V;
+  V acc[kChains];
+  const V b = V{} + 0.999999f, c = V{} + 1e-7f;
+  for (int i = 0; i < kChains; ++i) acc[i] = V{} + static_cast<float>(i);
   for (int64_t it = 0; it < iterations; ++it) {
 #pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], b, c);
+    for (int i = 0; i < kChains; ++i) acc[i] = acc[i] * b + c;
   }
-  __m512 sum = acc[0];
-  for (int i = 1; i < kChains; ++i) sum = _mm512_add_ps(sum, acc[i]);
-  float lanes[16];
-  _mm512_storeu_ps(lanes, sum);
-  return lanes[0];
+  V sum = acc[0];
+  for (int i = 1; i < kChains; ++i) sum += acc[i];
+  return sum[0];
+}
+
+__attribute__((target("avx512f,fma"))) float FmaChains512(int64_t iterations) {
+  return FmaChains<16>(iterations);
 }
 
 __attribute__((target("avx2,fma"))) float FmaChains256(int64_t iterations) {
-  __m256 acc[kChains];
-  const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
-  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
-  for (int64_t it = 0; it < iterations; ++it) {
-#pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], b, c);
-  }
-  __m256 sum = acc[0];
-  for (int i = 1; i < kChains; ++i) sum = _mm256_add_ps(sum, acc[i]);
-  float lanes[8];
-  _mm256_storeu_ps(lanes, sum);
-  return lanes[0];
+  return FmaChains<8>(iterations);
 }
 
 // The FMA peak in GFLOP/s with `threads` threads: this thread and
