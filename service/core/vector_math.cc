@@ -15,18 +15,16 @@ namespace attnscope::vmath {
 namespace {
 
 // N floats at a time: 8 (AVX2, and the baseline's pairs of SSE registers) or
-// 16 (AVX-512). D holds N/2 doubles; H is half of an F.
+// 16 (AVX-512). D holds N/2 doubles.
 template <int N>
 struct Lanes {
   typedef float F __attribute__((vector_size(N * 4)));
   typedef int32_t I __attribute__((vector_size(N * 4)));
-  typedef float H __attribute__((vector_size(N * 2)));
   typedef double D __attribute__((vector_size(N * 4)));
   // Float partial sums are flushed to double every kFlush steps: each lane
-  // sums 8 terms in float (64 terms a flush with 8 lanes, 128 with 16). A
-  // flush converts to double in pieces of 4 (GCC 12), ~26 cycles on the
-  // AVX-512 EPYC: every 8 steps instead of every 4 makes an exp pass ~20 %
-  // faster there, with the per-lane rounding the AVX2 kernels always had.
+  // sums 8 terms in float (64 terms a flush with 8 lanes, 128 with 16, the
+  // per-lane rounding the 8-lane kernels always had; every 4 steps with 16
+  // lanes cost an AVX-512 exp pass ~20 % before Widen made flushes cheap).
   static constexpr int kFlush = 8;
 };
 
