@@ -119,7 +119,7 @@ void PrintRow(const char* mode, int64_t tokens, int64_t block, const Result& r) 
     std::printf("%-6s %6ld  failed\n", mode, static_cast<long>(tokens));
     return;
   }
-  std::printf("%-6s %6ld %6ld %9.1f %9.0f %9.0f %12.0f %10.0f %9.0f %7.1f\n", mode,
+  std::printf("%-6s %6ld %6ld %9.2f %9.0f %9.0f %12.0f %10.0f %9.0f %7.1f\n", mode,
               static_cast<long>(tokens), static_cast<long>(block), r.seconds, r.peak_mib,
               r.peak_mib - r.baseline_mib, MiB(attentions + hidden + logits), MiB(attentions),
               MiB(hidden + logits), r.health);
