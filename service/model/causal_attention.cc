@@ -92,23 +92,19 @@ at::Tensor RowDense(const at::Tensor& t) { return t.stride(-1) == 1 ? t : t.cont
 
 }  // namespace
 
-float* AttentionWorkspace::Floats(int64_t numel) {
-  if (numel > size_) {
-    data_.reset();  // release first: the old and new buffers need not coexist
-    data_.reset(new float[static_cast<size_t>(numel)]);
-    size_ = numel;
+template <typename T>
+T* AttentionWorkspace::Buffer<T>::Get(int64_t numel) {
+  if (numel > size) {
+    data.reset();  // release first: the old and new buffers need not coexist
+    data.reset(new T[static_cast<size_t>(numel)]);
+    size = numel;
   }
-  return data_.get();
+  return data.get();
 }
 
-double* AttentionWorkspace::Doubles(int64_t numel) {
-  if (numel > doubles_size_) {
-    doubles_.reset();
-    doubles_.reset(new double[static_cast<size_t>(numel)]);
-    doubles_size_ = numel;
-  }
-  return doubles_.get();
-}
+float* AttentionWorkspace::Floats(int64_t numel) { return floats_.Get(numel); }
+
+double* AttentionWorkspace::Doubles(int64_t numel) { return doubles_.Get(numel); }
 
 std::unique_ptr<AttentionWorkspace> WorkspacePool::Take() {
   std::lock_guard<std::mutex> lock(mu_);

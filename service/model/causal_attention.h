@@ -25,10 +25,15 @@ class AttentionWorkspace {
   double* Doubles(int64_t numel);
 
  private:
-  std::unique_ptr<float[]> data_;
-  int64_t size_ = 0;
-  std::unique_ptr<double[]> doubles_;
-  int64_t doubles_size_ = 0;
+  // A buffer that only grows.
+  template <typename T>
+  struct Buffer {
+    T* Get(int64_t numel);
+    std::unique_ptr<T[]> data;
+    int64_t size = 0;
+  };
+  Buffer<float> floats_;
+  Buffer<double> doubles_;
 };
 
 // Workspaces of finished passes, handed to the next ones (one per pass in
