@@ -23,7 +23,6 @@
 #include "service/analysis/head_stats.h"
 #include "service/analysis/token_stats.h"
 #include "service/core/parallel.h"
-#include "service/core/vector_math.h"
 #include "service/model/blas_info.h"
 #include "service/model/language_model.h"
 
@@ -93,7 +92,7 @@ int main(int argc, char** argv) {
   std::vector<double> row_entropy(static_cast<size_t>(kHeads * block));
   for (size_t i = 0; i < row_entropy.size(); ++i) {
     const float* row = probs.data() + i * static_cast<size_t>(tokens);
-    row_entropy[i] = vmath::AttentionRow(row, nullptr, tokens, nullptr).entropy;
+    row_entropy[i] = analysis::RowEntropy(row, tokens);
   }
 
   const auto attention_pass = [&](bool entropies_given) {

@@ -380,8 +380,9 @@ INLINE int64_t TopKBody(const float* x, int64_t n, int64_t k, int64_t* idx) {
     idx[pos] = i;
     if (count < keep) ++count;
   };
-  // Once k values are kept and the k-th is a number, whether any of the
-  // vectors from x + j to x + j + span beats it, by one vector comparison.
+  // Whether any of `vectors` vectors from x + j may beat the k-th kept
+  // value: always while fewer than k are kept or the k-th is NaN, else by
+  // one vector comparison.
   // Each running maximum starts at the k-th value, so a NaN (which Max
   // keeps only as its first argument) never enters it to hide a larger
   // number of the same lane; NaNs rank last and never beat a number.
