@@ -1,12 +1,17 @@
-// attnscope stream-ppl end to end: the table, --json against the engine's
-// definition (a loop of full passes for an unbounded policy), --ids-file,
-// the progress bar on a terminal only, and usage errors with exit code 2.
+// attnscope stream-ppl end to end: the table; --json against references
+// computed here through the library (a loop of full passes for full; for
+// sinks, window, detected and heavy the policy written out again in
+// tests/engine/eviction_reference.h, fed the attention of full passes over
+// what it keeps: masked passes for original positions, passes over the kept
+// tokens of a one-layer copy for cache positions); --ids-file; the progress
+// bar on a terminal only; usage errors with exit code 2.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -15,6 +20,8 @@
 #include "tests/cli/cli_fixtures.h"
 #include "tests/cli/run_cli.h"
 #include "tests/common/float_compare.h"
+#include "tests/engine/engine_test_util.h"
+#include "tests/engine/eviction_reference.h"
 
 namespace attnscope {
 namespace {
@@ -86,6 +93,108 @@ TEST(StreamPplCliTest, JsonHasOneObjectPerPolicyWithTheIssueFields) {
               1e-5);
   }
   EXPECT_EQ(r.err, "");  // no progress bar through a pipe
+}
+
+std::vector<int64_t> ParseIds(const std::string& text) {
+  std::vector<int64_t> ids;
+  for (absl::string_view part : absl::StrSplit(text, absl::ByAnyChar(", \n"), absl::SkipEmpty())) {
+    ids.push_back(std::stoll(std::string(part)));
+  }
+  return ids;
+}
+
+std::unique_ptr<engine::ModelBundle> LoadBundle(const std::string& dir) {
+  absl::StatusOr<std::unique_ptr<engine::ModelBundle>> b = engine::LoadModelBundle(dir);
+  EXPECT_TRUE(b.ok()) << b.status();
+  return b.ok() ? *std::move(b) : nullptr;
+}
+
+// float32 passes of different shapes (one token vs a whole prefix) on the
+// trained stories260K, whose activations reach about 12.
+constexpr double kNllTol = 5e-5;
+
+// The header's promise: --policy full equals a loop of full passes, pass t
+// over x_0 .. x_t scoring x_{t+1}.
+TEST(StreamPplCliTest, FullEqualsALoopOfFullPasses) {
+  const std::string text = StoryIds(60);
+  IdsFile file(text);
+  auto r = RunCli({"stream-ppl", "--model", Stories(), "--ids-file", file.path(), "--policy",
+                   "full", "--json", "--threads", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<json> runs = JsonLines(r.out);
+  ASSERT_EQ(runs.size(), 1u);
+  const std::vector<double> nll = runs[0]["nll"].get<std::vector<double>>();
+  std::unique_ptr<engine::ModelBundle> b = LoadBundle(Stories());
+  ASSERT_NE(b, nullptr);
+  const std::vector<int64_t> ids = ParseIds(text);
+  ASSERT_EQ(ids.size(), 60u);
+  std::vector<double> loop;
+  const int64_t vocab = b->config().vocab_size;
+  for (size_t t = 0; t + 1 < ids.size(); ++t) {
+    const std::vector<int64_t> prefix(ids.begin(), ids.begin() + t + 1);
+    const model::FullRecorder full = engine::testing::FullPass(*b, prefix);
+    const std::vector<float> row(full.logits().begin() + t * vocab,
+                                 full.logits().begin() + (t + 1) * vocab);
+    loop.push_back(engine::testing::RefNll(row, ids[t + 1]));
+  }
+  EXPECT_LE(test::MaxAbsDiff(nll, loop), kNllTol);
+  double mean = 0;
+  for (double x : loop) mean += x / loop.size();
+  EXPECT_LE(test::AbsDiff(std::log(runs[0]["perplexity"].get<double>()), mean), kNllTol);
+  EXPECT_EQ(runs[0]["max_cache_tokens"], 59);
+}
+
+// Each policy's nll and largest cache against the reference of
+// eviction_reference.h; `dir` is the model, `positions` "cache" or "original".
+void ExpectPoliciesEqualReference(const std::string& dir, const std::string& positions,
+                                  const std::vector<std::string>& policies, int n) {
+  const std::string text = StoryIds(n);
+  IdsFile file(text);
+  std::vector<std::string> args = {"stream-ppl", "--model", dir, "--ids-file", file.path(),
+                                   "--positions", positions, "--json", "--threads", "1"};
+  for (const std::string& p : policies) args.insert(args.end(), {"--policy", p});
+  auto r = RunCli(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<json> runs = JsonLines(r.out);
+  ASSERT_EQ(runs.size(), policies.size());
+  std::unique_ptr<engine::ModelBundle> b = LoadBundle(dir);
+  ASSERT_NE(b, nullptr);
+  const std::vector<int64_t> ids = ParseIds(text);
+  const model::CachePositions where =
+      positions == "cache" ? model::CachePositions::kCache : model::CachePositions::kOriginal;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const json& run = runs[i];
+    EXPECT_EQ(run["policy"], policies[i]);
+    EXPECT_EQ(run["positions"], positions);
+    const engine::testing::RefEvaluation want =
+        engine::testing::ReferenceEvaluation(*b, ids, policies[i], where);
+    const std::vector<double> nll = run["nll"].get<std::vector<double>>();
+    const double d = test::MaxAbsDiff(nll, want.nll);
+    std::printf("%s %s: max |nll - reference| %.3g (closest ranking call %.3g)\n",
+                policies[i].c_str(), positions.c_str(), d, want.margin);
+    EXPECT_LE(d, kNllTol) << policies[i];
+    EXPECT_EQ(run["max_cache_tokens"], want.max_cache_tokens) << policies[i];
+    size_t evicted = 0;
+    for (const auto& step : want.evicted) evicted += step.size();
+    EXPECT_GT(evicted, 0u) << policies[i] << " never evicts: the check would be the full cache";
+  }
+}
+
+TEST(StreamPplCliTest, PoliciesEqualTheReferenceOriginalPositions) {
+  ExpectPoliciesEqualReference(Stories(), "original",
+                               {"sinks:3+6", "window:9", "detected:3+6", "heavy:3+6"}, 48);
+  // GPT-2's learned positions (the bundled model).
+  ExpectPoliciesEqualReference(engine::testing::TinyModelDir(), "original",
+                               {"detected:4+5", "heavy:3+6"}, 40);
+}
+
+// The first layer of stories260K with 16 positions, written here: 48 tokens
+// with cache positions read past the model's positions.
+TEST(StreamPplCliTest, PoliciesEqualTheReferenceCachePositionsOneLayer) {
+  model::testing::ScratchDir dir;
+  ASSERT_TRUE(engine::testing::WriteOneLayerCopy(Stories(), dir, 16));
+  ExpectPoliciesEqualReference(dir.str(), "cache",
+                               {"sinks:2+5", "window:7", "detected:2+5", "heavy:2+5"}, 48);
 }
 
 TEST(StreamPplCliTest, TablePrintsEveryColumn) {

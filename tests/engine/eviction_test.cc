@@ -1,7 +1,9 @@
 // KV-cache eviction and the StreamingLLM perplexity evaluation, against
 // independent references: loops of full forward passes, full passes with
-// the attention mask a policy implies, and (for cache positions) full passes
-// over the kept tokens of a one-layer model.
+// the attention mask a policy implies, (for cache positions) full passes
+// over the kept tokens of a one-layer model, and for detected/heavy the
+// policies written out again in eviction_reference.h and fed the attention
+// of those full passes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 #include "service/engine/streaming_cache.h"
 #include "tests/common/float_compare.h"
 #include "tests/engine/engine_test_util.h"
+#include "tests/engine/eviction_reference.h"
 #include "tests/model/test_models.h"
 
 namespace attnscope::engine {
@@ -264,7 +267,8 @@ TEST(EvictionEvalTest, SinkPoliciesEqualMaskedFullPassSlidingWindow) {
 }
 
 // detected/heavy: their own evictions, replayed as a mask, give the same
-// numbers, and the cache stays within K + R.
+// numbers, and the cache stays within K + R (whether those evictions are the
+// right ones is checked against eviction_reference.h below).
 TEST(EvictionEvalTest, AttentionRankedPoliciesEqualTheirMaskedFullPass) {
   std::unique_ptr<ModelBundle> b = Load(FixtureDir("llama"));
   ASSERT_NE(b, nullptr);
@@ -281,6 +285,67 @@ TEST(EvictionEvalTest, AttentionRankedPoliciesEqualTheirMaskedFullPass) {
     std::printf("%s original: max |nll - masked full pass| %.3g\n", policy.c_str(), d);
     EXPECT_LE(d, kTol);
   }
+}
+
+// Every step's evictions and nll against the reference fed the attention of
+// full passes (eviction_reference.h); the attention-ranked policies must
+// evict something, and something else than sinks:K+R would.
+void ExpectEqualsReference(const ModelBundle& b, const std::vector<int64_t>& ids,
+                           const std::vector<std::string>& policies, CachePositions positions,
+                           double tol) {
+  for (const std::string& policy : policies) {
+    std::vector<EvictionProgress> progress;
+    const std::vector<EvictionRunResult> runs = Evaluate(b, ids, {policy}, positions, &progress);
+    ASSERT_EQ(runs.size(), 1u);
+    const testing::RefEvaluation want = testing::ReferenceEvaluation(b, ids, policy, positions);
+    ASSERT_EQ(progress.size(), want.evicted.size()) << policy;
+    size_t evictions = 0;
+    for (size_t t = 0; t < progress.size(); ++t) {
+      EXPECT_EQ(progress[t].evicted, want.evicted[t])
+          << policy << " step " << t << " (closest ranking call " << want.margin << ")";
+      evictions += want.evicted[t].size();
+    }
+    EXPECT_GT(evictions, 0u) << policy;
+    const double d = test::MaxAbsDiff(runs[0].nll, want.nll);
+    std::printf("%s %s %s: max |nll - reference| %.3g, closest ranking call %.3g\n",
+                b.config().model_type.c_str(), CachePositionsName(positions).c_str(),
+                policy.c_str(), d, want.margin);
+    EXPECT_LE(d, tol) << policy;
+    EXPECT_EQ(runs[0].max_cache_tokens, want.max_cache_tokens) << policy;
+    const testing::RefPolicy p = testing::RefPolicy::Parse(policy);
+    if (p.ranked()) {
+      const std::string sinks =
+          "sinks:" + std::to_string(p.keep) + "+" + std::to_string(p.recent);
+      EXPECT_NE(want.evicted, testing::ReferenceEvaluation(b, ids, sinks, positions).evicted)
+          << policy << " evicts what " << sinks << " does";
+    }
+  }
+}
+
+TEST(EvictionEvalTest, AttentionRankedPoliciesEqualTheReferenceOriginalPositions) {
+  std::unique_ptr<ModelBundle> stories = Load(FixtureDir("llama-stories260K"));
+  ASSERT_NE(stories, nullptr);
+  ExpectEqualsReference(*stories, Ids(48, stories->config().vocab_size),
+                        {"detected:3+6", "heavy:3+6", "sinks:3+6"}, CachePositions::kOriginal,
+                        kTrainedTol);
+  std::unique_ptr<ModelBundle> gpt2 = Load(testing::TinyModelDir());
+  ASSERT_NE(gpt2, nullptr);
+  ExpectEqualsReference(*gpt2, Ids(40, gpt2->config().vocab_size),
+                        {"detected:4+5", "heavy:4+5", "window:9"}, CachePositions::kOriginal, kTol);
+}
+
+// The first layer of the trained stories260K with 16 positions: 48 tokens
+// under cache positions, past the model's positions.
+TEST(EvictionEvalTest, AttentionRankedPoliciesEqualTheReferenceCachePositionsOneLayer) {
+  model::testing::ScratchDir dir;
+  ASSERT_TRUE(testing::WriteOneLayerCopy(FixtureDir("llama-stories260K"), dir, 16));
+  std::unique_ptr<ModelBundle> b = Load(dir.str());
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(b->config().num_layers, 1);
+  ASSERT_EQ(b->config().max_positions, 16);
+  ExpectEqualsReference(*b, Ids(48, b->config().vocab_size),
+                        {"detected:2+5", "heavy:2+5", "sinks:2+5"}, CachePositions::kCache,
+                        kTrainedTol);
 }
 
 // A one-layer rotary model: its keys and values depend only on the token and
