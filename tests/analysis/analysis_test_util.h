@@ -119,9 +119,16 @@ OwnedTensors MakeTensors(int64_t layers, int64_t heads, int64_t tokens, int64_t 
 }
 
 // Largest absolute difference between two JSON documents of the same shape;
-// records a test failure (with the JSON path) for every structural mismatch.
+// records a test failure (with the JSON path) for every structural mismatch
+// and every `null` (NaN as the project writes it) on either side.
 inline double MaxJsonDiff(const nlohmann::json& actual, const nlohmann::json& expected,
                           const std::string& path) {
+  // `null` is how the project writes NaN: it matches nothing, not even null.
+  if (expected.is_null() || actual.is_null()) {
+    ADD_FAILURE() << path << ": " << actual.dump().substr(0, 80) << " vs expected "
+                  << expected.dump().substr(0, 80) << " (null is a non-finite number)";
+    return test::kNaN;
+  }
   if (expected.is_number()) {
     if (!actual.is_number()) {
       ADD_FAILURE() << path << ": expected a number, got " << actual.dump();

@@ -8,6 +8,8 @@
 #include <array>
 #include <vector>
 
+#include "service/analysis/prompt_stats.h"
+#include "service/analysis/stats_json.h"
 #include "tests/common/json_compare.h"
 
 namespace attnscope::test {
@@ -92,6 +94,76 @@ TEST(JsonCompareTest, NaNInsideArraysAndObjectsFails) {
   actual["heads"][1][1] = 1.5;
   EXPECT_TRUE(std::isnan(MaxJsonDiff(actual, expected)));
   EXPECT_FALSE(MaxJsonDiff(actual, expected) <= 1e9);
+}
+
+// Statistics of a 2-layer, 2-head, 3-token prompt, every value finite.
+analysis::PromptStats SmallStats() {
+  analysis::PromptStats s;
+  s.num_layers = 2;
+  s.num_heads = 2;
+  s.num_tokens = 3;
+  s.vocab = 10;
+  s.sink_score = {{0.9, 0.2}, {0.7, 0.6}};
+  s.first_token_mass = {{0.8, 0.1}, {0.6, 0.5}};
+  s.attention_entropy = {{0.3, 1.0}, {0.5, 0.7}};
+  s.prev_token_score = {{0.1, 0.4}, {0.2, 0.3}};
+  s.back_half_sink_share = 1.0;
+  s.token_norms = {{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}, {7.0, 8.0, 9.0}};
+  s.max_norm = {7.0, 8.0, 9.0};
+  s.massive_ratio = 7.0 / 8.0;
+  s.massive_argmax = 2;
+  s.received = {1.5, 0.8, 0.7};
+  s.z = {3.0, -0.5, -0.6};
+  s.health = 9.5;
+  s.next_token_entropy_nats = {1.2, 1.1, 0.9};
+  s.next_token_entropy_normalized = {0.52, 0.48, 0.39};
+  return s;
+}
+
+// The project writes NaN as null: two runs that both came out NaN at the
+// same place must not compare equal, nor a NaN run with a finite one.
+TEST(JsonCompareTest, NullsWrittenByTheProjectNeverCompareEqual) {
+  const nlohmann::json finite = analysis::StatsToJson(SmallStats());
+  EXPECT_EQ(MaxJsonDiff(finite, finite), 0.0);
+
+  analysis::PromptStats planted = SmallStats();
+  planted.health = std::numeric_limits<double>::quiet_NaN();
+  planted.sink_score[1][0] = std::numeric_limits<double>::quiet_NaN();
+  // Round trip through text, as the CLI tests read --json output.
+  const nlohmann::json nan_a = nlohmann::json::parse(analysis::StatsToJson(planted).dump());
+  const nlohmann::json nan_b = nlohmann::json::parse(analysis::StatsToJson(planted).dump());
+  ASSERT_TRUE(nan_a["health"].is_null());
+  ASSERT_TRUE(nan_a["sink_score"][1][0].is_null());
+
+  std::string where;
+  EXPECT_TRUE(std::isnan(MaxJsonDiff(nan_a, nan_b, &where)));  // both sides NaN
+  EXPECT_FALSE(MaxJsonDiff(nan_a, nan_b) <= 1e9);
+  EXPECT_EQ(where.rfind("$.", 0), 0u) << where;
+  EXPECT_NE(where.find("null"), std::string::npos) << where;
+  EXPECT_TRUE(std::isnan(MaxJsonDiff(nan_a, finite)));  // NaN against a number
+  EXPECT_TRUE(std::isnan(MaxJsonDiff(finite, nan_a)));  // and the other way round
+  EXPECT_TRUE(std::isnan(MaxJsonDiff(nan_a["sink_score"], nan_b["sink_score"])));
+  // The other members still compare as numbers.
+  EXPECT_EQ(MaxJsonDiff(nan_a["first_token_mass"], finite["first_token_mass"]), 0.0);
+
+  // One infinity is written as null too.
+  analysis::PromptStats inf = SmallStats();
+  inf.z[0] = std::numeric_limits<double>::infinity();
+  const nlohmann::json inf_json = analysis::StatsToJson(inf);
+  EXPECT_FALSE(MaxJsonDiff(inf_json["z"], inf_json["z"]) <= 1e9);
+}
+
+TEST(JsonCompareTest, NullInAnyPositionFails) {
+  // Null first, in the middle and last, against numbers and against nulls.
+  for (size_t where = 0; where < 3; ++where) {
+    nlohmann::json a = {1.0, 2.0, 3.0}, b = {1.0, 2.5, 3.0};
+    a[where] = nullptr;
+    EXPECT_FALSE(MaxJsonDiff(a, b) <= 1e9) << where;
+    EXPECT_FALSE(MaxJsonDiff(b, a) <= 1e9) << where;
+    EXPECT_FALSE(MaxJsonDiff(a, a) <= 1e9) << where;
+  }
+  EXPECT_FALSE(MaxJsonDiff(nlohmann::json(), nlohmann::json()) <= 1e9);
+  EXPECT_FALSE(MaxJsonDiff(nlohmann::json{{"x", nullptr}}, nlohmann::json{{"x", nullptr}}) <= 1e9);
 }
 
 TEST(JsonCompareTest, ShapeAndKeyMismatchesAreInfiniteAndNamed) {

@@ -1,7 +1,13 @@
 // NaN-safe comparison of two JSON documents of numbers (statistics exports,
 // CLI output): the largest absolute difference between matching numbers.
+//
+// The project writes a non-finite statistic as JSON `null` (StatsToJson,
+// the CLI's --json), so a `null` stands for NaN here and equals nothing: a
+// `null` on either side, against a number or against another `null`, makes
+// the difference NaN, which fails every `diff <= tol` check.
 #pragma once
 
+#include <cmath>
 #include <string>
 
 #include "nlohmann/json.hpp"
@@ -12,15 +18,26 @@ namespace attnscope::test {
 // Largest |a - b| over the numbers of two JSON values of the same shape
 // (arrays element by element, objects key by key, in both directions). +inf
 // when shapes, keys or non-numeric values differ; NaN when a number pair is
-// NaN (see AbsDiff). When `mismatch` is given, it receives the JSON path of
-// the first structural difference ("" if none).
+// NaN (see AbsDiff) or either side is `null`. When `mismatch` is given, it
+// receives the JSON path of the first difference that is not a plain
+// numeric one ("" if none).
 inline double MaxJsonDiff(const nlohmann::json& a, const nlohmann::json& b,
                           std::string* mismatch = nullptr, const std::string& path = "$") {
   auto differ = [&](const std::string& why) {
     if (mismatch != nullptr && mismatch->empty()) *mismatch = path + ": " + why;
     return kInf;
   };
-  if (a.is_number() && b.is_number()) return AbsDiff(a.get<double>(), b.get<double>());
+  if (a.is_null() || b.is_null()) {
+    if (mismatch != nullptr && mismatch->empty()) {
+      *mismatch = path + ": null (a non-finite number) vs " + (a.is_null() ? b : a).dump().substr(0, 80);
+    }
+    return kNaN;
+  }
+  if (a.is_number() && b.is_number()) {
+    const double d = AbsDiff(a.get<double>(), b.get<double>());
+    if (std::isnan(d) && mismatch != nullptr && mismatch->empty()) *mismatch = path + ": NaN";
+    return d;
+  }
   if (a.is_array() && b.is_array()) {
     if (a.size() != b.size()) {
       return differ("array of " + std::to_string(a.size()) + " vs " + std::to_string(b.size()));
