@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,20 +26,42 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// Largest difference bfloat16 may make, from the differences measured on
-// these fixtures (bench/bf16_bench; the README's bf16 section): sink score
-// 6.7e-3 (qwen2), attention entropy 2.2e-2 (llama-stories260K), next-token
-// entropy 7.8e-2 (qwen3) on the random-weight fixtures and 0.81 nats on the
-// trained llama-stories260K, whose activations reach ~12 and whose sharp
-// predictions move most when every product loses all but 8 bits of its
-// operands. Health is 10 on every fixture both ways (no anomalous sinks),
-// so its tolerance is only exercised as "unchanged". Each is ~2-3x the
-// measured value.
-constexpr double kSinkScoreTol = 0.02;         // a probability
-constexpr double kHealthTol = 0.05;            // 0..10
-constexpr double kAttentionEntropyTol = 0.05;  // nats
-constexpr double kNextTokenEntropyTol = 0.25;  // nats, random-weight fixtures
-constexpr double kTrainedNextTokenEntropyTol = 1.5;  // nats, llama-stories260K
+// Largest |bf16 - float32| measured on each fixture's reference prompt
+// (bench/bf16_bench; the README's bf16 section), the larger of oneDNN's
+// bfloat16 kernels and the rounded-operand OpenBLAS path (ATTNSCOPE_GEMM=blas,
+// what CPUs without AVX-512 BF16 run); the sums' order moves them by up to
+// ~16% (qwen2). Each fixture is held to kBf16Margin times its own figures,
+// so a regression on a fixture whose bf16 error is small shows even when it
+// stays below the largest fixture's. Health is 10 on every fixture both ways
+// (no anomalous sinks): its bound is "unchanged".
+struct Bf16Measured {
+  double sink_score;         // a probability
+  double attention_entropy;  // nats
+  double next_token_entropy; // nats
+};
+const std::map<std::string, Bf16Measured>& Bf16MeasuredByFixture() {
+  static const auto* measured = new std::map<std::string, Bf16Measured>{
+      {"gemma2", {1.5e-4, 2.5e-3, 7.6e-3}},
+      {"gpt2-random-hub-layout", {1.8e-3, 4.6e-3, 1.8e-4}},
+      {"gpt2-random-sharded-fp16", {2.2e-3, 4.8e-3, 2.9e-4}},
+      {"gpt_neox", {2.9e-3, 2.5e-3, 4.9e-3}},
+      {"llama", {1.7e-3, 3.4e-3, 1.8e-3}},
+      // Trained: activations reach ~12 and its sharp predictions move most.
+      {"llama-stories260K", {6.5e-4, 2.2e-2, 0.82}},
+      // Sliding window 12 < T: the last row never sees token 0 (sink 0).
+      {"mistral", {0.0, 3.4e-3, 4.8e-3}},
+      {"opt", {4.3e-3, 4.0e-3, 1.6e-2}},
+      {"phi3", {1.1e-3, 3.8e-3, 1.9e-3}},
+      {"qwen2", {6.7e-3, 5.3e-3, 5.8e-2}},
+      {"qwen3", {4.3e-4, 1.0e-2, 7.9e-2}},
+  };
+  return *measured;
+}
+constexpr double kBf16Margin = 2.0;
+constexpr double kBf16Floor = 1e-4;  // for a figure measured as 0
+constexpr double kHealthTol = 1e-9;  // 0..10; equal on every fixture
+
+double Bound(double measured) { return std::max(kBf16Margin * measured, kBf16Floor); }
 
 std::vector<int64_t> ReferenceIds(const std::string& dir) {
   auto file = SafetensorsFile::Open(dir + "/reference.safetensors");
@@ -98,12 +121,16 @@ TEST_P(Bf16FixtureTest, StatisticsStayWithinToleranceOfFloat32) {
       test::MaxJsonDiff((*bf16)["attention_entropy"], (*f32)["attention_entropy"]);
   const double next =
       test::MaxJsonDiff((*bf16)["next_token_entropy_nats"], (*f32)["next_token_entropy_nats"]);
-  EXPECT_TRUE(sink <= kSinkScoreTol) << "sink score " << sink;
+  const auto it = Bf16MeasuredByFixture().find(GetParam());
+  ASSERT_NE(it, Bf16MeasuredByFixture().end())
+      << GetParam() << " has no measured bf16 figures: run bench/bf16_bench and add them";
+  const Bf16Measured& m = it->second;
+  EXPECT_TRUE(sink <= Bound(m.sink_score)) << "sink score " << sink << " > " << Bound(m.sink_score);
   EXPECT_TRUE(health <= kHealthTol) << "health " << health;
-  EXPECT_TRUE(attention <= kAttentionEntropyTol) << "attention entropy " << attention;
-  const double next_tol =
-      GetParam() == "llama-stories260K" ? kTrainedNextTokenEntropyTol : kNextTokenEntropyTol;
-  EXPECT_TRUE(next <= next_tol) << "next-token entropy " << next;
+  EXPECT_TRUE(attention <= Bound(m.attention_entropy))
+      << "attention entropy " << attention << " > " << Bound(m.attention_entropy);
+  EXPECT_TRUE(next <= Bound(m.next_token_entropy))
+      << "next-token entropy " << next << " > " << Bound(m.next_token_entropy);
   // bfloat16 really ran: float32 rounding alone differs by ~1e-6.
   EXPECT_GT(next, 1e-5) << "bf16 gave float32's next-token entropies";
   std::cout << GetParam() << ": max |bf16 - float32| sink " << sink << ", health " << health

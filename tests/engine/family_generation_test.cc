@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "service/engine/generation.h"
+#include "tests/common/float_compare.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace attnscope::engine {
@@ -65,13 +66,11 @@ TEST_P(FamilyGenerationTest, CachedDecodingEqualsFullPasses) {
       if (temperature == 0.0) {
         ASSERT_EQ(token.id, testing::ReferenceArgMax(row, vocab())) << "token " << token.index;
       }
-      const double dp = std::fabs(token.probability - std::exp(lp[token.id]));
-      if (!(dp <= worst_p)) worst_p = dp;
+      worst_p = test::Worse(worst_p, test::AbsDiff(token.probability, std::exp(lp[token.id])));
       ASSERT_EQ(token.sink_scores.size(), static_cast<size_t>(layers * heads));
       for (int64_t i = 0; i < layers * heads; ++i) {
         const double want = full.attentions()[(i * t + token.position) * t];
-        const double d = std::fabs(token.sink_scores[i] - want);
-        if (!(d <= worst_sink)) worst_sink = d;
+        worst_sink = test::Worse(worst_sink, test::AbsDiff(token.sink_scores[i], want));
       }
     }
     std::printf("%s temperature %.0f: max |dp| %.3g, max |d sink| %.3g\n", GetParam().c_str(),

@@ -4,9 +4,12 @@
 // naming the field, the value and the accepted ones (and the server keeps
 // serving), and --device cuda on this CPU-only build exits 1 saying why.
 #include <cmath>
+#include <cstdio>
 
 #include "nlohmann/json.hpp"
 #include "tests/cli/run_cli.h"
+#include "tests/common/float_compare.h"
+#include "tests/common/json_compare.h"
 #include "tests/rpc/rpc_test_util.h"
 
 namespace attnscope::testing {
@@ -32,14 +35,10 @@ std::vector<double> Numbers(const AnalyzeResult& r) {
   return out;
 }
 
+// NaN-safe: a NaN anywhere, differing sizes or no numbers at all fail.
 double MaxDiff(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size() || a.empty()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(a[i] - b[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
+  if (a.empty() || b.empty()) return test::kInf;
+  return test::MaxAbsDiff(a, b);
 }
 
 v1::AnalyzeRequest WithPrecision(const std::string& precision) {
@@ -60,9 +59,11 @@ TEST_F(RpcPrecisionTest, RequestPrecisionWinsOverTheServerDefault) {
   EXPECT_EQ(MaxDiff(Numbers(by_default), Numbers(bf16)), 0.0);  // the server's default
   const double diff = MaxDiff(Numbers(bf16), Numbers(f32));
   EXPECT_GT(diff, 1e-5) << "bf16 and float32 gave the same numbers";
-  // The numbers include next-token entropies: 0.067 nats apart on the bundled
-  // model here, held to the 0.25 nats analysis_test's Bf16FixtureTest uses.
-  EXPECT_LT(diff, 0.25);
+  // The numbers include next-token entropies: 0.077 nats apart on the
+  // bundled model with oneDNN's bf16 kernels, 0.067 with ATTNSCOPE_GEMM=blas;
+  // held to twice the larger, as Bf16FixtureTest holds each fixture.
+  std::printf("bundled model, 40 ids: max |bf16 - float32| %.3g\n", diff);
+  EXPECT_TRUE(diff <= 2 * 0.077) << diff;
 }
 
 TEST_F(RpcPrecisionTest, UnknownPrecisionIsInvalidArgumentAndTheServerKeepsServing) {
@@ -99,7 +100,10 @@ TEST_F(RpcPrecisionTest, CliSendsItsPrecisionToTheServer) {
   nlohmann::json ja = json_of(a), jb = json_of(b);
   ja.erase("forward_seconds");
   jb.erase("forward_seconds");
-  EXPECT_EQ(ja, jb);
+  // Not `ja == jb`: nlohmann's equality holds for null == null (NaN both
+  // sides); MaxJsonDiff fails on any null and on any other difference.
+  std::string mismatch;
+  EXPECT_EQ(test::MaxJsonDiff(ja, jb, &mismatch), 0.0) << mismatch;
   // --device belongs to the server there.
   remote.push_back("--device");
   remote.push_back("cpu");
