@@ -88,7 +88,7 @@ int RunRemote(const AblateArgs& a, const std::string& server) {
   if (!local_only.ok()) return UsageError("ablate", local_only);
   auto source = RemoteProbeSource(a.probe);
   if (!source.ok()) return RuntimeError("ablate", source.status());
-  rpc::RemoteClient client(server);
+  rpc::RemoteClient client(server, RemoteSecurity());
   client.SetCallOptions(RemoteCallOptions("ablate", server, a.deadline));
   auto remote = client.Ablate(RemoteModelName(a.flags), *source, a.heads, a.mode);
   if (!remote.ok()) return RuntimeError("ablate", ExplainDeadline(remote.status(), a.deadline));

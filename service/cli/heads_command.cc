@@ -94,7 +94,7 @@ int RunRemote(const HeadsArgs& a, const std::string& server) {
   if (!local_only.ok()) return UsageError("heads", local_only);
   auto source = RemoteProbeSource(a.probe);
   if (!source.ok()) return RuntimeError("heads", source.status());
-  rpc::RemoteClient client(server);
+  rpc::RemoteClient client(server, RemoteSecurity());
   client.SetCallOptions(RemoteCallOptions("heads", server, a.deadline));
   auto remote = client.ScanHeads(RemoteModelName(a.flags), *source);
   if (!remote.ok()) return RuntimeError("heads", ExplainDeadline(remote.status(), a.deadline));

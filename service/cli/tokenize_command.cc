@@ -58,7 +58,7 @@ void PrintTokens(const engine::Prompt& prompt, const Flags& flags) {
 int RunRemote(const Flags& flags, const std::string& server, double deadline) {
   auto spec = PromptSpecFromFlags(flags);
   if (!spec.ok()) return RuntimeError("tokenize", spec.status());
-  rpc::RemoteClient client(server);
+  rpc::RemoteClient client(server, RemoteSecurity());
   client.SetCallOptions(RemoteCallOptions("tokenize", server, deadline));
   auto prompt = client.Tokenize(RemoteModelName(flags), *spec);
   if (!prompt.ok()) return RuntimeError("tokenize", ExplainDeadline(prompt.status(), deadline));

@@ -77,7 +77,9 @@ class RemoteClient {
   // with gRPC's round_robin policy (see client_channel.h). Nothing is sent
   // until the first call. `security` adds TLS and the bearer token; when one
   // of its files cannot be read, every call fails with that InvalidArgument.
-  explicit RemoteClient(const std::string& target, ClientSecurity security = {});
+  // No default: a caller says which security it connects with (the CLI's
+  // commands pass the connection flags' RemoteSecurity()).
+  RemoteClient(const std::string& target, ClientSecurity security);
   ~RemoteClient();
 
   // Applies to the following calls (all but ListModels and CheckHealth).

@@ -1,0 +1,94 @@
+// Every attnscope command that talks to a server carries the connection
+// flags: against a server that requires TLS, a client certificate and a
+// bearer token, each command succeeds with --tls-ca, --tls-cert/--tls-key and
+// the token (from --auth-token-file and from ATTNSCOPE_TOKEN), and is refused
+// without the token. The list of commands is read from `attnscope --help`, so
+// a new remote command is covered or the test says it is missing.
+#include <stdlib.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/cli/run_cli.h"
+#include "tests/rpc/rpc_security_fixture.h"
+
+namespace attnscope::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A small request of each command that runs on a server.
+const std::map<std::string, std::vector<std::string>>& RemoteCommands() {
+  static const auto* commands = new std::map<std::string, std::vector<std::string>>{
+      {"tokenize", {"tokenize", "--text", "Over TLS", "--json"}},
+      {"analyze", {"analyze", "--text", "Over TLS", "--json"}},
+      {"generate", {"generate", "--text", "Over TLS", "--max-new-tokens", "2", "--json"}},
+      {"models", {"models", "--json"}},
+      {"health", {"health"}},
+      {"heads", {"heads", "--n", "6", "--seqs", "1", "--seed", "3", "--json"}},
+      {"ablate", {"ablate", "--heads", "1.2", "--n", "6", "--seqs", "1", "--json"}},
+  };
+  return *commands;
+}
+
+// The commands `attnscope --help` says run with --server: the names in its
+// "With --server TARGET, every command (...)" sentence, plus health.
+std::set<std::string> CommandsTheHelpNamesForServers() {
+  const CliResult help = RunCli({"--help"});
+  std::string text = help.out + help.err;
+  for (char& c : text) {
+    if (c == '\n') c = ' ';
+  }
+  std::smatch m;
+  std::set<std::string> names = {"health"};
+  if (!std::regex_search(text, m, std::regex(R"(every command \(([^)]*)\))"))) return names;
+  const std::string listed = m[1];
+  static const std::regex kWord(R"((^|[ ,])([a-z][a-z-]*)(?=[ ,]|$))");
+  for (auto it = std::sregex_iterator(listed.begin(), listed.end(), kWord);
+       it != std::sregex_iterator(); ++it) {
+    const std::string w = (*it)[2];
+    if (w != "with" && w != "and") names.insert(w);
+  }
+  return names;
+}
+
+TEST_F(RpcSecurityTest, EveryRemoteCommandCarriesTlsTheClientCertificateAndTheToken) {
+  const std::set<std::string> from_help = CommandsTheHelpNamesForServers();
+  ASSERT_GE(from_help.size(), 7u) << "could not read the remote commands from attnscope --help";
+  for (const std::string& name : from_help) {
+    EXPECT_TRUE(RemoteCommands().count(name)) << "no request for remote command '" << name << "'";
+  }
+
+  StartSecureServer({"--tls-cert", certs().server_cert, "--tls-key", certs().server_key,
+                     "--tls-client-ca", certs().ca, "--auth-token-file", TokenFile()});
+  const std::vector<std::string> tls = {"--server", server_->address(), "--tls-ca", certs().ca,
+                                        "--tls-cert", certs().client_cert, "--tls-key",
+                                        certs().client_key};
+  auto run = [&](std::vector<std::string> connection, const std::vector<std::string>& command) {
+    connection.insert(connection.end(), command.begin(), command.end());
+    return RunCli(connection);
+  };
+  std::vector<std::string> with_file = tls;
+  with_file.insert(with_file.end(), {"--auth-token-file", TokenFile()});
+  for (const auto& [name, command] : RemoteCommands()) {
+    const CliResult by_file = run(with_file, command);
+    EXPECT_EQ(by_file.exit_code, 0) << name << " with --auth-token-file: " << by_file.err;
+    EXPECT_FALSE(by_file.out.empty()) << name;
+
+    ASSERT_EQ(setenv("ATTNSCOPE_TOKEN", kToken, 1), 0);
+    const CliResult by_env = run(tls, command);
+    unsetenv("ATTNSCOPE_TOKEN");
+    EXPECT_EQ(by_env.exit_code, 0) << name << " with ATTNSCOPE_TOKEN: " << by_env.err;
+
+    if (name == "health") continue;  // the health service is open without a token
+    const CliResult without = run(tls, command);
+    EXPECT_EQ(without.exit_code, 1) << name << " without a token: " << without.out;
+    EXPECT_THAT(without.err, HasSubstr("UNAUTHENTICATED")) << name;
+  }
+}
+
+}  // namespace
+}  // namespace attnscope::testing
