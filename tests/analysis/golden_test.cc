@@ -29,6 +29,8 @@ using testing_util::ReadJson;
 void ExpectMatchesFixture(const nlohmann::json& actual, nlohmann::json expected,
                           const std::string& label) {
   expected.erase("input_ids");
+  ASSERT_GE(expected.size(), 14u) << label << ": the fixture's statistics";
+  ASSERT_FALSE(expected["structural"].empty()) << label;
   for (const auto& [key, value] : actual.items()) {
     if (key == "expected_sinks" || key == "next_token_surprisal_nats" || key == "top_predictions") {
       continue;

@@ -35,6 +35,8 @@ TEST_P(FixtureChatTest, RendersAndTokenizesLikeHuggingFace) {
   ASSERT_TRUE(tok.ok()) << tok.status();
   const auto fixture = nlohmann::json::parse(ReadAll(kDir + "/" + name + "/" + name + "_chat.json"))["chat"];
   // The variables Hugging Face passed are the ones read from tokenizer_config.json.
+  ASSERT_GE(fixture["template_vars"].size(), 2u);
+  ASSERT_GE(fixture["messages"].size(), 3u);
   for (const auto& [key, value] : fixture["template_vars"].items()) {
     EXPECT_EQ(model->variables[key], value) << key;
   }

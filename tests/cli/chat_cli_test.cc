@@ -109,6 +109,7 @@ TEST(TokenizeCli, FollowsHuggingFaceSpecialTokenDefaultsOnTokenizerOnlyDirectori
 
 TEST(TokenizeCli, ChatPrintsTheRenderedTextAndItsIds) {
   const json chat = Llama3Chat();
+  ASSERT_EQ(chat["renders"].size(), 2u);
   const std::string file = WriteChatFile(chat["messages"]);
   for (const auto& render : chat["renders"]) {
     std::vector<std::string> args = {"tokenize", "--model", kTokenizers + "/llama3", "--chat", file, "--json"};
@@ -139,8 +140,11 @@ TEST(AnalyzeCli, ChatOnALlama3TokenizedModelMarksTheTemplateStructural) {
     if (id >= 128000 || id == 271 || id == 9125 || id == 882 || id == 78191) expected.push_back(static_cast<int64_t>(i));
   }
   EXPECT_EQ(out["structural"].get<std::vector<int64_t>>(), expected);
-  auto report = RunCli({"analyze", "--model", model, "--chat", file});
+  auto report = RunCli({"analyze", "--model", model, "--chat", file, "--color", "never"});
   EXPECT_EQ(report.exit_code, 0) << report.err;
+  const size_t plain = Llama3Chat()["renders"][0]["tokenize_true_ids"].size();  // no generation prompt
+  EXPECT_THAT(report.out, HasSubstr("attnscope report  " + std::to_string(plain) + " tokens"));
+  EXPECT_THAT(report.out, HasSubstr("Context health"));
   std::filesystem::remove_all(model);
   std::filesystem::remove(file);
 }
@@ -153,10 +157,13 @@ TEST(ChatCliErrors, NameTheFileAndTheProblem) {
   std::ofstream(bad) << R"([{"role": "user"}])";
   auto malformed = RunCli({"tokenize", "--model", kTokenizers + "/llama3", "--chat", bad});
   EXPECT_THAT(malformed.err, HasSubstr(bad + ": [0].content"));
-  auto no_template = RunCli({"tokenize", "--model", kTokenizers + "/llama2", "--chat", bad});
+  const std::string good = WriteChatFile(Llama3Chat()["messages"]);
+  auto no_template = RunCli({"tokenize", "--model", kTokenizers + "/llama2", "--chat", good});
   EXPECT_EQ(no_template.exit_code, 1);
+  EXPECT_THAT(no_template.err, HasSubstr("llama2 has no chat template"));
   auto both = RunCli({"tokenize", "--text", "x", "--chat", bad});
   EXPECT_EQ(both.exit_code, 2);
+  EXPECT_THAT(both.err, HasSubstr("give exactly one of --text"));
   // A tokenizer.json attnscope cannot read: the model still runs on ids, text
   // prompts say why they cannot.
   const std::string model = TinyLlama3TokenizedModel();
@@ -173,7 +180,10 @@ TEST(ChatCliErrors, NameTheFileAndTheProblem) {
   EXPECT_THAT(text.err, HasSubstr("tokenizer.json: normalizer.type \"Precompiled\" is not supported"));
   auto ids = RunCli({"analyze", "--model", broken, "--ids", "128000,9906,1917", "--json"});
   EXPECT_EQ(ids.exit_code, 0) << ids.err;
-  for (const std::string& path : {model, broken, bad}) std::filesystem::remove_all(path);
+  const json by_ids = json::parse(ids.out, nullptr, false);
+  ASSERT_FALSE(by_ids.is_discarded()) << ids.out;
+  EXPECT_EQ(by_ids["input_ids"], json({128000, 9906, 1917}));
+  for (const std::string& path : {model, broken, bad, good}) std::filesystem::remove_all(path);
 }
 
 }  // namespace

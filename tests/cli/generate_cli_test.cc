@@ -46,13 +46,17 @@ TEST(GenerateCliTest, TableHonoursAlternativesAndSinkScores) {
   ASSERT_EQ(two.exit_code, 0) << two.err;
   auto json_run = RunCli({"generate", "--text", kPrompt, "--max-new-tokens", "3", "--alternatives",
                           "2", "--json"});
+  ASSERT_EQ(json_run.exit_code, 0) << json_run.err;
   const json j = json::parse(json_run.out);
+  ASSERT_EQ(j["tokens"].size(), 3u);
   const std::vector<std::string> lines = absl::StrSplit(two.out, '\n');
   int rows = 0;
   for (const std::string& line : lines) {
     if (line.size() < 12 || line.find('"') == std::string::npos || line[4] < '0' || line[4] > '9') continue;
+    ASSERT_LT(rows, 3) << line;
     const json& t = j["tokens"][rows++];
     // The row holds the chosen token, then exactly its two alternatives.
+    ASSERT_EQ(t["alternatives"].size(), 2u);
     for (const json& a : t["alternatives"]) {
       char shown[32];
       std::snprintf(shown, sizeof(shown), "%.4f", a["probability"].get<double>());
@@ -72,9 +76,11 @@ TEST(GenerateCliTest, TableHonoursAlternativesAndSinkScores) {
 }
 
 TEST(GenerateCliTest, SinkScoresNestAsLayerHead) {
-  auto r = RunCli({"generate", "--text", kPrompt, "--max-new-tokens", "2", "--sink-scores", "--json"});
+  auto r = RunCli({"generate", "--text", kPrompt, "--max-new-tokens", "2", "--ignore-eos",
+                   "--sink-scores", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
+  ASSERT_EQ(j["tokens"].size(), 2u);
   for (const json& t : j["tokens"]) {
     ASSERT_EQ(t["sink_scores"].size(), 6u) << "layers";
     for (const json& layer : t["sink_scores"]) {

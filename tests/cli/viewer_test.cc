@@ -173,6 +173,8 @@ TEST_F(ViewerTest, SamePathForExportAndViewerIsAUsageError) {
   auto dotted = RunCli({"analyze", "--text", "hi", "--export", path, "--viewer",
                         *dir_ + "/./same.out"});
   EXPECT_EQ(dotted.exit_code, 2) << "the same file through another spelling";
+  EXPECT_THAT(dotted.err, ::testing::HasSubstr("--export and --viewer both name"));
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST_F(ViewerTest, UnwritablePageIsARuntimeError) {

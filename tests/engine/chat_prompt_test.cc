@@ -93,6 +93,7 @@ TEST_P(FixtureChatStructureTest, StructuralTokensAreExactlyTheTemplates) {
   auto bundle = LoadTokenizerBundle(kDir + "/" + name);
   ASSERT_TRUE(bundle.ok()) << bundle.status();
   const auto chat = nlohmann::json::parse(ReadAll(kDir + "/" + name + "/" + name + "_chat.json"))["chat"];
+  ASSERT_GE(chat["messages"].size(), 3u);
   for (bool gen : {false, true}) {
     auto p = PromptFromChat(**bundle, chat["messages"], gen);
     ASSERT_TRUE(p.ok()) << p.status();

@@ -97,6 +97,7 @@ TEST_P(GenerationTest, GreedyEqualsALoopOfFullForwardPasses) {
 
 TEST_P(GenerationTest, TextIsTheDecodedIds) {
   const GenerationResult r = Generated(*bundle_, prompt_, Greedy(8));
+  ASSERT_EQ(r.tokens.size(), 8u);
   EXPECT_TRUE(ValidateUtf8(r.text).ok());
   std::string expected;
   if (bundle_->tokenizer != nullptr) {
@@ -155,7 +156,7 @@ TEST_P(GenerationTest, SinkScoresEqualTheFullPassAttentionToTheFirstToken) {
   }
   // Without the flag: no scores, same tokens.
   const GenerationResult plain = Generated(*bundle_, prompt_, Greedy(6));
-  EXPECT_EQ(Ids(plain), Ids(r));
+  ASSERT_EQ(Ids(plain), Ids(r));
   for (const GeneratedToken& tok : plain.tokens) EXPECT_TRUE(tok.sink_scores.empty());
 }
 
@@ -182,6 +183,7 @@ TEST_P(GenerationTest, SampledTokensStayWithinTopK) {
   s.sampling.top_k = 4;
   s.num_alternatives = 4;
   const GenerationResult r = Generated(*bundle_, prompt_, s);
+  ASSERT_EQ(r.tokens.size(), 12u);
   int not_argmax = 0;
   for (const GeneratedToken& t : r.tokens) {
     ASSERT_EQ(t.alternatives.size(), 4u);
@@ -197,6 +199,7 @@ TEST_P(GenerationTest, SampledTokensStayWithinTheNucleus) {
   GenerationSettings s = Sampled(10, 8, 1.0);
   s.sampling.top_p = 0.3;
   const GenerationResult r = Generated(*bundle_, prompt_, s);
+  ASSERT_EQ(r.tokens.size(), 10u);
   std::vector<int64_t> seq = prompt_.ids;
   int not_argmax = 0;
   for (const GeneratedToken& t : r.tokens) {
@@ -226,6 +229,7 @@ TEST_P(GenerationTest, AlternativesAreSortedAndBounded) {
   GenerationSettings s = Sampled(8, 3, 1.0);
   s.num_alternatives = 20;
   const GenerationResult r = Generated(*bundle_, prompt_, s);
+  ASSERT_EQ(r.tokens.size(), 8u);
   for (const GeneratedToken& t : r.tokens) {
     ASSERT_EQ(t.alternatives.size(), 20u);
     double sum = 0;
@@ -246,9 +250,9 @@ TEST_P(GenerationTest, AlternativesAreSortedAndBounded) {
     EXPECT_LE(t.probability, t.alternatives[0].probability);
   }
   s.num_alternatives = 0;
-  for (const GeneratedToken& t : Generated(*bundle_, prompt_, s).tokens) {
-    EXPECT_TRUE(t.alternatives.empty());
-  }
+  const GenerationResult none = Generated(*bundle_, prompt_, s);
+  ASSERT_EQ(none.tokens.size(), 8u);
+  for (const GeneratedToken& t : none.tokens) EXPECT_TRUE(t.alternatives.empty());
 }
 
 TEST_P(GenerationTest, OnTokenSeesEveryTokenOnceInOrder) {
@@ -259,6 +263,7 @@ TEST_P(GenerationTest, OnTokenSeesEveryTokenOnceInOrder) {
     absl::StatusOr<GenerationResult> r =
         Generate(*bundle_, prompt_, s, [&](const GeneratedToken& t) { seen.push_back(t); });
     ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->tokens.size(), 9u);
     ASSERT_EQ(seen.size(), r->tokens.size());
     for (size_t i = 0; i < seen.size(); ++i) {
       EXPECT_EQ(seen[i].index, static_cast<int>(i));

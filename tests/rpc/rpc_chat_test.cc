@@ -93,7 +93,12 @@ TEST_F(RpcChatTest, ConversationsAreRenderedAndTheirMarkersAreStructural) {
   v1::AnalyzeRequest ids;
   ids.set_model("broken");
   for (int64_t id : {464, 3797, 3332}) ids.mutable_ids()->add_ids(id);
-  EXPECT_TRUE(RunAnalyze(*stub_, ids).status.ok());
+  const AnalyzeResult by_ids = RunAnalyze(*stub_, ids);
+  ASSERT_TRUE(by_ids.status.ok()) << by_ids.status.error_message();
+  ASSERT_FALSE(by_ids.events.empty());
+  ASSERT_TRUE(by_ids.events.front().has_tokens());
+  EXPECT_THAT(by_ids.events.front().tokens().ids(), ::testing::ElementsAre(464, 3797, 3332));
+  EXPECT_TRUE(by_ids.events.back().has_summary());
   EXPECT_TRUE(StillServes());
 }
 

@@ -210,6 +210,7 @@ TEST_F(RpcTest, FeedCarriesTheAnalysisAndItsOrigin) {
   for (const v1::AnalyzeEvent& e : analyzed.events) {
     if (e.has_layer()) layers.push_back(e.layer().SerializeAsString());
   }
+  ASSERT_EQ(layers.size(), 6u);
   ASSERT_EQ(f.layers_size(), 6);
   for (int l = 0; l < f.layers_size(); ++l) {
     EXPECT_EQ(f.layers(l).SerializeAsString(), layers[l]) << "layer " << l;

@@ -63,9 +63,18 @@ TEST_F(RpcSecurityTest, MaxAttentionBytesRefusesLargerTensorRequests) {
   EXPECT_EQ(received, all_float32 / 2);
   v1::AnalyzeRequest one_layer = AttentionRequest(kTokens, v1::TENSOR_DTYPE_FLOAT32);
   one_layer.mutable_options()->add_attention_layers(0);
-  EXPECT_TRUE(RunAnalyze(*stub_, one_layer).status.ok());
+  const AnalyzeResult layer = RunAnalyze(*stub_, one_layer);
+  ASSERT_TRUE(layer.status.ok()) << layer.status.error_message();
+  received = 0;
+  for (const v1::AnalyzeEvent& e : layer.events) {
+    if (e.has_attention()) received += static_cast<int64_t>(e.attention().data().size());
+  }
+  EXPECT_EQ(received, all_float32 / kLayers);
   // Statistics without tensors are never limited.
-  EXPECT_TRUE(RunAnalyze(*stub_, IdsRequest(std::vector<int64_t>(200, 464))).status.ok());
+  const AnalyzeResult stats = RunAnalyze(*stub_, IdsRequest(std::vector<int64_t>(200, 464)));
+  ASSERT_TRUE(stats.status.ok()) << stats.status.error_message();
+  ASSERT_FALSE(stats.events.empty());
+  EXPECT_TRUE(stats.events.back().has_summary());
   EXPECT_TRUE(StillServes());
 }
 

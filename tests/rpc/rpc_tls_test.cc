@@ -35,6 +35,7 @@ TEST_F(RpcSecurityTest, TlsServesTheApiTheCliAndHealth) {
   const std::string by_name = "localhost:" + server_->address().substr(10);
   const CliResult named = RunCli({"--server", by_name, "--tls-ca", certs().ca, "models"});
   EXPECT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_THAT(named.out, HasSubstr("tiny-gpt2"));
 }
 
 TEST_F(RpcSecurityTest, PlaintextClientToTlsServerFailsWithAHint) {
@@ -95,6 +96,7 @@ TEST_F(RpcSecurityTest, MutualTlsNeedsAClientCertificateFromTheClientCa) {
                                "--tls-cert", certs().client_cert, "--tls-key",
                                certs().client_key, "models"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("tiny-gpt2"));
 }
 
 TEST_F(RpcSecurityTest, TokenMissingOrWrongIsUnauthenticatedAndHealthStaysOpen) {
