@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -60,7 +61,8 @@ static CliResult RunProgram(const std::string& program, const std::vector<std::s
   argv.push_back(nullptr);
   CliResult result;
   pid_t pid = 0;
-  if (posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ) == 0) {
+  const int spawned = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
+  if (spawned == 0) {
     result.exit_code = WaitForExit(
         pid, std::chrono::steady_clock::now() +
                  std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1e3)));
@@ -72,6 +74,7 @@ static CliResult RunProgram(const std::string& program, const std::vector<std::s
   unlink(in_path);
   result.out = Slurp(out_path);
   result.err = Slurp(err_path);
+  if (spawned != 0) result.err += "posix_spawn " + binary + ": " + std::strerror(spawned) + "\n";
   unlink(out_path);
   unlink(err_path);
   return result;

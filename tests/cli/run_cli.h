@@ -25,7 +25,9 @@ CliResult RunCliWithStdin(const std::vector<std::string>& args, const std::strin
 CliResult RunCliOnTerminal(const std::string& arguments);
 
 // Runs build/bin/`program` with `args`; after `timeout_seconds` it is killed
-// (SIGKILL) and exit_code is -1.
+// (SIGKILL) and exit_code is -1. When it cannot be started at all (e.g. the
+// kernel refuses an argument list that long) exit_code is -1 and err ends
+// with posix_spawn's reason.
 CliResult RunBinary(const std::string& program, const std::vector<std::string>& args,
                     double timeout_seconds = 300);
 

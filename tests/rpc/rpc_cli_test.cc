@@ -144,8 +144,11 @@ TEST_F(RpcCliTest, WaitingLineAndDeadline) {
   CliResult ok =
       RunCli({"--server", server_->address(), "analyze", "--text", "hi", "--deadline", "120"});
   EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_THAT(ok.out, HasSubstr("Context health"));
   CliResult bad = RunCli({"--server", server_->address(), "analyze", "--text", "hi", "--deadline", "0"});
   EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--deadline must be a number of seconds > 0, got '0'"));
+  EXPECT_EQ(bad.out, "");
 }
 
 TEST_F(RpcCliTest, LocalOnlyFlagsAreUsageErrorsWithServer) {
