@@ -14,6 +14,7 @@
 #include "tests/cli/cli_fixtures.h"
 #include "tests/cli/run_cli.h"
 #include "tests/common/json_compare.h"
+#include "tests/common/temp_path.h"
 #include "tests/reference/checkpoint_copies.h"
 
 namespace attnscope {
@@ -102,8 +103,7 @@ class FixtureCliTest : public ::testing::TestWithParam<const char*> {
 };
 
 TEST_P(FixtureCliTest, ExportWritesTheReferenceTensors) {
-  const std::string out = ::testing::TempDir() + "/attnscope-export-" + std::to_string(getpid()) +
-                          "-" + GetParam() + ".safetensors";
+  const std::string out = test::UniqueTempPath(std::string("export-") + GetParam() + ".safetensors");
   auto r = RunCli({"analyze", "--model", dir(), "--ids", IdsArg(stats()["input_ids"]), "--export", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto mine = SafetensorsFile::Open(out);
@@ -124,6 +124,8 @@ TEST_P(FixtureCliTest, ExportWritesTheReferenceTensors) {
 
 TEST_P(FixtureCliTest, JsonMatchesStatsInFullAndBlockwiseMode) {
   const json expected = stats();
+  ASSERT_GE(expected.size(), 16u) << "the fixture's statistics";
+  ASSERT_FALSE(expected["input_ids"].empty());
   for (const char* block : {"0", "5"}) {
     auto r = RunCli({"analyze", "--model", dir(), "--ids", IdsArg(expected["input_ids"]),
                      "--template", "none", "--json", "--block-size", block});

@@ -4,12 +4,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "tests/cli/chromium.h"
 #include "tests/cli/run_cli.h"
+#include "tests/common/temp_path.h"
 
 namespace attnscope {
 namespace {
@@ -30,6 +32,7 @@ std::string Show(const std::vector<std::string>& args) {
 }
 
 TEST(CliExitCodeTest, EveryUsageErrorExitsWithTwo) {
+  const std::string same = test::UniqueTempPath("export-and-viewer.out");
   const std::vector<Case> cases = {
       {{"generate", "--text", "hi", "--temperature", "-1"}, 2, "--temperature must be in [0, 100]"},
       {{"generate", "--text", "hi", "--temperature", "101"}, 2, "--temperature"},
@@ -58,7 +61,7 @@ TEST(CliExitCodeTest, EveryUsageErrorExitsWithTwo) {
       {{"analyze", "--text", "hi", "--color", "sometimes"}, 2, "--color"},
       {{"analyze", "--text", "hi", "--block-size", "-1"}, 2, "--block-size"},
       {{"analyze", "--text", "hi", "--threads", "many"}, 2, "--threads"},
-      {{"analyze", "--text", "hi", "--export", "/tmp/x.out", "--viewer", "/tmp/x.out"}, 2,
+      {{"analyze", "--text", "hi", "--export", same, "--viewer", same}, 2,
        "--export and --viewer both name"},
       {{"analyze", "--text", "hi", "--bogus"}, 2, "unknown flag --bogus"},
       {{"tokenize", "--text", "a", "--text-file", "f.txt"}, 2, "give exactly one of"},
@@ -87,12 +90,13 @@ TEST(CliExitCodeTest, EveryUsageErrorExitsWithTwo) {
       EXPECT_TRUE(r.out.empty()) << r.out;
     }
   }
+  EXPECT_FALSE(std::filesystem::exists(same)) << "a refused command line wrote " << same;
 }
 
 TEST(CliExitCodeTest, VersionOnEveryBinary) {
   for (const char* binary : {"attnscope", "attnscope-server", "attnscope-dashboard"}) {
     SCOPED_TRACE(binary);
-    const std::string out = std::string(ATTNSCOPE_BIN_DIR) + "/version.out";
+    const std::string out = test::UniqueTempPath(std::string(binary) + "-version.out");
     const int rc = testing::RunProgram({std::string(ATTNSCOPE_BIN_DIR) + "/" + binary, "--version"},
                                        out, "/dev/null", 30);
     EXPECT_EQ(rc, 0);

@@ -14,6 +14,7 @@
 #include "service/core/safetensors.h"
 #include "tests/cli/cli_fixtures.h"
 #include "tests/cli/run_cli.h"
+#include "tests/common/float_compare.h"
 #include "tests/common/temp_path.h"
 
 namespace attnscope {
@@ -29,39 +30,28 @@ using testing::IdsArg;
 using testing::ReadJson;
 
 
-// Largest |a - b|; NaN or a size mismatch gives infinity.
-double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double d = std::fabs(double(a[i]) - b[i]);
-    if (!(d <= m)) m = std::isnan(d) ? INFINITY : d;
-  }
-  return m;
-}
-
-// Largest difference between two JSON values of the same shape; infinity if
-// their shapes or non-numeric values differ (or a number is NaN).
+// Largest difference between the numbers of two JSON values of the same
+// shape (every key of `b` must be in `a`): +inf when shapes or non-numeric
+// values differ, NaN when a number is NaN or either side is `null` (how the
+// CLI writes a non-finite statistic), so `diff <= tol` fails on it.
 double JsonDiff(const json& a, const json& b) {
-  if (a.is_number() && b.is_number()) {
-    const double d = std::fabs(a.get<double>() - b.get<double>());
-    return d <= INFINITY ? d : INFINITY;
-  }
+  if (a.is_null() || b.is_null()) return test::kNaN;
+  if (a.is_number() && b.is_number()) return test::AbsDiff(a.get<double>(), b.get<double>());
   if (a.is_array() && b.is_array()) {
-    if (a.size() != b.size()) return INFINITY;
-    double m = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, JsonDiff(a[i], b[i]));
-    return m;
+    if (a.size() != b.size()) return test::kInf;
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = test::Worse(worst, JsonDiff(a[i], b[i]));
+    return worst;
   }
   if (a.is_object() && b.is_object()) {
-    double m = 0;
+    double worst = 0;
     for (auto it = b.begin(); it != b.end(); ++it) {
-      if (!a.contains(it.key())) return INFINITY;
-      m = std::max(m, JsonDiff(a[it.key()], it.value()));
+      if (!a.contains(it.key())) return test::kInf;
+      worst = test::Worse(worst, JsonDiff(a[it.key()], it.value()));
     }
-    return m;
+    return worst;
   }
-  return a == b ? 0 : INFINITY;
+  return a == b ? 0 : test::kInf;  // strings, booleans: equal or not (null is handled above)
 }
 
 class FamilyCliTest : public ::testing::TestWithParam<const char*> {
@@ -84,9 +74,10 @@ TEST_P(FamilyCliTest, ExportWritesHuggingFacesTensors) {
     EXPECT_EQ((*mine)->Find(name)->shape, (*ref)->Find(name)->shape) << name;
   }
   EXPECT_EQ(*ToInt64(*(*mine)->Find("input_ids")), *ToInt64(*(*ref)->Find("input_ids")));
-  const double att = MaxDiff(Floats(**mine, "attentions"), Floats(**ref, "attentions"));
-  const double hid = MaxDiff(Floats(**mine, "hidden_states"), Floats(**ref, "hidden_states"));
-  const double log = MaxDiff(Floats(**mine, "logits"), Floats(**ref, "logits"));
+  // NaN anywhere, or a size mismatch (+inf), fails the checks below.
+  const double att = test::MaxAbsDiff(Floats(**mine, "attentions"), Floats(**ref, "attentions"));
+  const double hid = test::MaxAbsDiff(Floats(**mine, "hidden_states"), Floats(**ref, "hidden_states"));
+  const double log = test::MaxAbsDiff(Floats(**mine, "logits"), Floats(**ref, "logits"));
   std::printf("%s: attentions %.3g hidden %.3g logits %.3g\n", GetParam(), att, hid, log);
   EXPECT_LE(att, 1e-5);
   EXPECT_LE(hid, 1e-4);
@@ -120,7 +111,7 @@ TEST_P(FamilyCliTest, JsonMatchesStatsInFullAndBlockwiseMode) {
           it.key() == "z" || trained ? 1e-4 : (wide_entropy ? 2e-5 : 1e-5);
       const double diff = JsonDiff(got[it.key()], it.value());
       EXPECT_LE(diff, tolerance) << it.key() << " block " << block;
-      if (it.key() != "z" && !(diff <= worst)) worst = diff;
+      if (it.key() != "z") worst = test::Worse(worst, diff);
     }
     std::printf("%s block %s: largest statistic difference %.3g\n", GetParam(), block, worst);
   }
@@ -165,8 +156,7 @@ std::vector<float> Pseudorandom(size_t n, uint32_t seed) {
 // The OPT fixture turned into an OPT-350m-shaped model: a 32-wide embedding
 // projected in to the 64-wide layers and out again before the tied head.
 TEST(OptProjectionCliTest, ExportHoldsTheNarrowLastStateExactlyAndPadded) {
-  const std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / "opt-projected";
+  const std::filesystem::path dir = test::UniqueTempPath("opt-projected");
   std::filesystem::create_directories(dir);
   json config = ReadJson(Fixture("opt") + "/config.json");
   config["word_embed_proj_dim"] = 32;
@@ -202,22 +192,22 @@ TEST(OptProjectionCliTest, ExportHoldsTheNarrowLastStateExactlyAndPadded) {
   for (int64_t i = 0; i < t; ++i) {
     const float* row = states.data() + (layers * t + i) * h;
     for (int64_t k = 0; k < h; ++k) {
-      const double d = k < e ? std::fabs(row[k] - last[i * e + k]) : std::fabs(row[k]);
-      if (k < e && !(d <= copy)) copy = d;
-      if (k >= e && !(d <= pad)) pad = d;
+      if (k < e) {
+        copy = test::Worse(copy, test::AbsDiff(row[k], last[i * e + k]));
+      } else {
+        pad = test::Worse(pad, test::AbsDiff(row[k], 0.0));
+      }
     }
     // The tied head reads the projected-out state.
     for (int64_t w = 0; w < v; ++w) {
       double dot = 0;
       for (int64_t k = 0; k < e; ++k) dot += double(last[i * e + k]) * embed[w * e + k];
-      const double d = std::fabs(dot - logits[i * v + w]);
-      if (!(d <= head)) head = d;
+      head = test::Worse(head, test::AbsDiff(dot, logits[i * v + w]));
     }
   }
   EXPECT_EQ(copy, 0.0);
   EXPECT_EQ(pad, 0.0);
   EXPECT_LE(head, 1e-4);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

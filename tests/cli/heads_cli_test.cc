@@ -3,19 +3,19 @@
 // and a run on the bundled model.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
 #include "tests/cli/run_cli.h"
+#include "tests/common/float_compare.h"
+#include "tests/common/temp_path.h"
 
 namespace attnscope {
 namespace {
@@ -28,12 +28,6 @@ using testing::RunCli;
 constexpr int kN = 20;  // the hub fixture has 64 positions: T = 41
 
 std::string Hub() { return std::string(ATTNSCOPE_TEST_DATA_DIR) + "/models/gpt2-random-hub-layout"; }
-
-std::string TempPath(const std::string& stem) {
-  std::string path = (std::filesystem::temp_directory_path() / (stem + "-XXXXXX")).string();
-  close(mkstemp(path.data()));
-  return path;
-}
 
 // Two probe sequences for the fixture (vocabulary 1000): BOS 0, 20 ids, the same 20.
 std::vector<std::vector<int64_t>> ProbeIds() {
@@ -49,9 +43,10 @@ std::vector<std::vector<int64_t>> ProbeIds() {
   return probe;
 }
 
+// A probe file with ProbeIds(), under a unique name removed at exit.
 class ProbeFile {
  public:
-  ProbeFile() : path_(TempPath("probe")) {
+  ProbeFile() : path_(test::UniqueTempPath("heads-probe.txt")) {
     std::ofstream out(path_);
     out << "# test probe\n";
     for (const auto& seq : ProbeIds()) {
@@ -59,7 +54,6 @@ class ProbeFile {
       out << "\n";
     }
   }
-  ~ProbeFile() { std::remove(path_.c_str()); }
   const std::string& path() const { return path_; }
 
  private:
@@ -79,7 +73,7 @@ struct Exported {
 };
 
 Exported Export(const std::vector<int64_t>& ids) {
-  const std::string path = TempPath("export");
+  const std::string path = test::UniqueTempPath("heads-export.safetensors");
   auto r = RunCli({"analyze", "--model", Hub(), "--ids", Join(ids), "--json", "--export", path});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   auto file = SafetensorsFile::Open(path);
@@ -92,7 +86,6 @@ Exported Export(const std::vector<int64_t>& ids) {
   const TensorRef* z = (*file)->Find("logits");
   e.vocab = z->shape[1];
   e.logits = *ToFloat32(*z);
-  std::remove(path.c_str());
   return e;
 }
 
@@ -100,8 +93,8 @@ double Loss(const Exported& e, const std::vector<int64_t>& ids, int first, int l
   double total = 0;
   for (int p = first; p <= last; ++p) {
     const float* row = e.logits.data() + (p - 1) * e.vocab;
-    double m = row[0], z = 0;
-    for (int64_t v = 0; v < e.vocab; ++v) m = std::max(m, double{row[v]});
+    double m = row[0], z = 0;  // a NaN logit makes m, and so the loss, NaN
+    for (int64_t v = 0; v < e.vocab; ++v) m = test::Worse(m, double{row[v]});
     for (int64_t v = 0; v < e.vocab; ++v) z += std::exp(row[v] - m);
     total += std::log(z) - (row[ids[p]] - m);
   }
@@ -259,7 +252,7 @@ TEST(HeadsCliTest, TextProbeIsBosThenTheTextTwice) {
   EXPECT_EQ(a["probe"]["source"], "text");
   EXPECT_EQ(a["probe"]["input_ids"], json({sequence}));
   EXPECT_EQ(a["n"], span.size());
-  const std::string file = TempPath("text");
+  const std::string file = test::UniqueTempPath("heads-text.txt");
   std::ofstream(file, std::ios::binary) << text;
   json b = json::parse(RunCli({"heads", "--text-file", file, "--json"}).out);
   EXPECT_EQ(b["probe"]["path"], file);
@@ -269,7 +262,7 @@ TEST(HeadsCliTest, TextProbeIsBosThenTheTextTwice) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(a, c);
 
-  const std::string ids = TempPath("ids");
+  const std::string ids = test::UniqueTempPath("heads-ids.txt");
   std::ofstream(ids) << Join(sequence) << "\n";
   json d = json::parse(RunCli({"heads", "--ids-file", ids, "--json"}).out);
   for (const char* key : {"prev_token_score", "induction_score", "sink_score", "loss", "top"}) {
@@ -282,8 +275,6 @@ TEST(HeadsCliTest, TextProbeIsBosThenTheTextTwice) {
   auto ablated = RunCli({"ablate", "--heads", "1.4", "--text", text, "--json"});
   ASSERT_EQ(ablated.exit_code, 0) << ablated.err;
   EXPECT_EQ(json::parse(ablated.out)["probe"]["input_ids"], json({sequence}));
-  std::remove(file.c_str());
-  std::remove(ids.c_str());
 }
 
 TEST(HeadsCliTest, TextProbeErrors) {
@@ -321,23 +312,35 @@ TEST(HeadsCliTest, HelpForBoth) {
   EXPECT_THAT(RunCli({"--help"}).out, HasSubstr("ablate"));
 }
 
-TEST(HeadsCliTest, BundledModelRunsTheSeedProtocolInSeconds) {
+// The default protocol on the bundled model: n = 50, 4 random sequences of
+// BOS + 50 ids + the same 50 ids, seed 0. The time is printed, not checked
+// (ctest's timeout catches a run that hangs).
+TEST(HeadsCliTest, BundledModelRunsTheSeedProtocol) {
   const auto start = std::chrono::steady_clock::now();
-  auto r = RunCli({"heads", "--json"});  // n = 50, 4 sequences, seed 0
+  auto r = RunCli({"heads", "--json"});
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::cout << "attnscope heads on the bundled model: " << seconds << " s\n";
   const json out = json::parse(r.out);
-  EXPECT_EQ(out["probe"]["input_ids"].size(), 4u);
-  EXPECT_EQ(out["probe"]["input_ids"][0][0], 50256);
+  EXPECT_EQ(out["n"], 50);
+  const json& sequences = out["probe"]["input_ids"];
+  ASSERT_EQ(sequences.size(), 4u);
+  for (const json& seq : sequences) {
+    ASSERT_EQ(seq.size(), 101u);
+    EXPECT_EQ(seq[0], 50256);
+    for (int k = 1; k <= 50; ++k) EXPECT_EQ(seq[k], seq[k + 50]) << "position " << k;
+  }
+  EXPECT_NE(sequences[0], sequences[1]) << "the sequences are drawn independently";
   EXPECT_EQ(out["induction_score"].size(), 6u);
   for (const char* half : {"first_half", "second_half"}) {
     const double loss = out["loss"][half].get<double>();
     EXPECT_TRUE(loss > 0 && loss < 30) << half << " " << loss;  // nats, finite
   }
-  // Seconds on an idle machine; the bound only catches a pathological
-  // slowdown (minutes), not a loaded CI machine.
-  EXPECT_LT(seconds, 120.0);
+  // Seed 0 is the default: the same run again gives the same probe.
+  auto again = RunCli({"heads", "--json", "--seed", "0"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(json::parse(again.out)["probe"]["input_ids"], sequences);
 }
 
 }  // namespace

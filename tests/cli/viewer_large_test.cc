@@ -6,9 +6,7 @@
 // documented quantisation error of the exported attentions.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +22,8 @@
 #include "service/engine/viewer_html.h"
 #include "tests/cli/chromium.h"
 #include "tests/cli/run_cli.h"
+#include "tests/common/float_compare.h"
+#include "tests/common/temp_path.h"
 
 namespace attnscope {
 namespace {
@@ -78,19 +78,16 @@ void WriteRandomModel(const std::string& dir) {
 class ViewerLargeTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "viewer-large-XXXXXX").string();
-    dir_ = new std::string(mkdtemp(pattern.data()));
+    dir_ = new std::string(test::UniqueTempPath("viewer-large"));
+    ASSERT_TRUE(std::filesystem::create_directories(*dir_)) << *dir_;
     WriteRandomModel(*dir_);
     std::mt19937 rng(5);
     std::uniform_int_distribution<int64_t> id(1, kVocab - 1);
     std::ofstream ids(*dir_ + "/ids.txt");
     for (int64_t i = 0; i < kTokens; ++i) ids << id(rng) << (i % 32 == 31 ? "\n" : " ");
     ids.close();
-    const auto start = std::chrono::steady_clock::now();
     auto r = RunCli({"analyze", "--model", *dir_, "--ids-file", *dir_ + "/ids.txt", "--viewer",
                      Page(), "--export", *dir_ + "/tensors.safetensors", "--json"});
-    write_seconds_ =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto file = SafetensorsFile::Open(*dir_ + "/tensors.safetensors");
     ASSERT_TRUE(file.ok()) << file.status();
@@ -98,7 +95,9 @@ class ViewerLargeTest : public ::testing::Test {
   }
   static void TearDownTestSuite() {
     delete tensors_;
-    std::filesystem::remove_all(*dir_);
+    tensors_ = nullptr;
+    delete dir_;  // the directory itself goes at exit (UniqueTempPath)
+    dir_ = nullptr;
   }
 
   static std::string Page() { return *dir_ + "/viewer.html"; }
@@ -114,17 +113,14 @@ class ViewerLargeTest : public ::testing::Test {
 
   static std::string* dir_;
   static SafetensorsFile* tensors_;
-  static double write_seconds_;
 };
 
 std::string* ViewerLargeTest::dir_ = nullptr;
 SafetensorsFile* ViewerLargeTest::tensors_ = nullptr;
-double ViewerLargeTest::write_seconds_ = 0;
 
 TEST_F(ViewerLargeTest, PageOf144HeadsAt1024TokensIsSmall) {
   const auto bytes = std::filesystem::file_size(Page());
-  std::cout << "12x12 heads at T = 1024: page " << static_cast<double>(bytes) / 1e6
-            << " MB, analyze + export + page " << write_seconds_ << " s\n";
+  std::cout << "12x12 heads at T = 1024: page " << static_cast<double>(bytes) / 1e6 << " MB\n";
   EXPECT_LT(static_cast<double>(bytes), kMaxPageBytes);
   EXPECT_GT(bytes, 1000000u) << "144 heads of 1024 random-ish rows cannot fit in 1 MB";
 }
@@ -138,8 +134,8 @@ TEST_F(ViewerLargeTest, OpensAndDrawsAHeadWithinTheQuantisationError) {
   std::cout << "headless Chromium: opened, decoded one head and hovered a row in " << page.seconds
             << " s\n";
   ASSERT_EQ(page.exit_code, 0) << "chromium (Debian package 'chromium', see scripts/setup.sh)";
+  // A page that does not finish within RunProgram's limit (120 s) is killed: exit code -1.
   ASSERT_TRUE(page.report.is_object()) << "no test output in the page's DOM:\n" << page.dom_excerpt;
-  EXPECT_LT(page.seconds, 30.0) << "the page should open in seconds";
   const json& r = page.report;
   EXPECT_EQ(r["errors"], json::array());
   EXPECT_EQ(r["layer"], l);
@@ -150,8 +146,9 @@ TEST_F(ViewerLargeTest, OpensAndDrawsAHeadWithinTheQuantisationError) {
   EXPECT_EQ(r["thumbs_drawn"], kLayers * kHeads);
   EXPECT_EQ(r["upper_drawn"], 0);
   const std::vector<float> a = Row(l, h, i);
-  float row_max = 0;
-  for (int64_t j = 0; j <= i; ++j) row_max = std::max(row_max, a[static_cast<size_t>(j)]);
+  double row_max = 0;  // NaN if any weight is: every comparison below then fails
+  for (int64_t j = 0; j <= i; ++j) row_max = test::Worse(row_max, a[static_cast<size_t>(j)]);
+  ASSERT_GT(row_max, 0) << "row " << i << " of head " << l << "." << h;
   const double tol = row_max * engine::kViewerRowQuantisationError + 1e-6;
   ASSERT_EQ(r["weights"].size(), static_cast<size_t>(i + 1));
   ASSERT_EQ(r["drawn"].size(), static_cast<size_t>(i + 1));
@@ -169,9 +166,11 @@ TEST_F(ViewerLargeTest, OpensAndDrawsAHeadWithinTheQuantisationError) {
   EXPECT_THAT(r["qstats"].get<std::string>(), ::testing::HasSubstr("position 1000"));
 }
 
+// Left in build/test-output/ for a person to look at (docs/viewer-12x12-*.png).
 TEST_F(ViewerLargeTest, Screenshots) {
   for (const auto& [name, hash] : {std::pair{"model", "#model"}, std::pair{"head", "#test=11,7,700"}}) {
-    const std::string png = std::string(ATTNSCOPE_BIN_DIR) + "/../viewer-12x12-" + name + ".png";
+    const std::string png =
+        std::string(ATTNSCOPE_TEST_OUTPUT_DIR) + "/viewer-12x12-" + name + ".png";
     std::filesystem::remove(png);
     EXPECT_EQ(testing::Screenshot("file://" + Page() + hash, png, *dir_, 1400, 1100, 10000), 0);
     ASSERT_TRUE(std::filesystem::exists(png));

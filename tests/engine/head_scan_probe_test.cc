@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "service/engine/head_scan.h"
+#include "tests/common/temp_path.h"
 
 namespace attnscope::engine {
 namespace {
@@ -28,9 +29,9 @@ model::ModelConfig Gpt2Like() {
   return c;
 }
 
+// A file under a unique name, removed when the test exits.
 std::string WriteTemp(const std::string& contents) {
-  std::string path = (std::filesystem::temp_directory_path() / "probe-XXXXXX").string();
-  close(mkstemp(path.data()));
+  const std::string path = test::UniqueTempPath("probe.txt");
   std::ofstream(path) << contents;
   return path;
 }

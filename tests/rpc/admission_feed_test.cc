@@ -66,10 +66,12 @@ TEST(AdmissionTest, WaitingEndsAtTheDeadlineOrOnCancellation) {
   AdmissionController admission(1, 2);
   auto holder = admission.Acquire(nullptr, Never());
   ASSERT_TRUE(holder.ok());
-  const auto start = Clock::now();
-  auto late = admission.Acquire(nullptr, start + milliseconds(50));
+  // It gives up at its deadline, not before (the order of two clock
+  // readings, not a bound on how long anything takes).
+  const auto deadline = Clock::now() + milliseconds(50);
+  auto late = admission.Acquire(nullptr, deadline);
   EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
-  EXPECT_GE(Clock::now() - start, milliseconds(50));
+  EXPECT_GE(Clock::now(), deadline) << "gave up before its deadline";
   std::atomic<bool> cancel{false};
   std::thread canceller([&] {
     std::this_thread::sleep_for(milliseconds(30));
@@ -117,11 +119,9 @@ TEST(FeedHubTest, SlowSubscriberLosesAndCountsEventsWithoutBlocking) {
   int64_t dropped_total = 0;
   FeedHub hub(3, 4, nullptr, [&](int64_t n) { dropped_total += n; });
   auto slow = *hub.Subscribe({"", false});
-  const auto start = std::chrono::steady_clock::now();
+  // Publishing never waits for the subscriber: nobody reads here, so a
+  // Publish that waited would never return (and ctest's timeout fails it).
   for (int i = 0; i < 10; ++i) hub.Publish(Started("m" + std::to_string(i)), "x");
-  // Publishing never waits for the subscriber (it would wait forever here:
-  // nobody reads); the bound is loose so that a loaded machine passes.
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   EXPECT_EQ(dropped_total, 7);
   for (int i = 0; i < 3; ++i) {
     auto e = slow->Next(milliseconds(10));

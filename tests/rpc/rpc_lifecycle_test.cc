@@ -1,7 +1,6 @@
 // Many clients at once, and the server's orderly shutdown on SIGTERM.
 #include <signal.h>
 
-#include <chrono>
 #include <thread>
 
 #include "google/protobuf/util/message_differencer.h"
@@ -111,22 +110,29 @@ TEST_F(RpcTest, SigtermDrainsInFlightRequestsAndExitsZero) {
   EXPECT_TRUE(feed_status.ok()) << feed_status.error_message();
 }
 
+// A client that never reads keeps its handler blocked on flow control: the
+// drain limit, not the client, ends the call and the server exits 0. Were the
+// server waiting for the client, it would never exit (the call has no
+// deadline): StopWith's 60 s only bounds the wait. That a drain lets
+// in-flight calls finish is SigtermDrainsInFlightRequestsAndExitsZero's.
 TEST_F(RpcTest, DrainIsBoundedWhenAClientStalls) {
   StartServer({"--drain-seconds", "1"});
   grpc::ClientContext context;
   auto reader = stub_->Analyze(&context, HeavyRequest());
   v1::AnalyzeEvent event;
   ASSERT_TRUE(reader->Read(&event));
-  const auto start = std::chrono::steady_clock::now();
-  EXPECT_EQ(server_->StopWith(SIGTERM, 60), 0);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_GE(seconds, 0.9);
-  EXPECT_LT(seconds, 45.0);  // bounded by the 1 s drain, not by the client (loose for loaded CI)
+  EXPECT_EQ(server_->StopWith(SIGTERM, 60), 0) << server_->Stderr();
   EXPECT_THAT(server_->Stderr(), HasSubstr("draining"));
-  while (reader->Read(&event)) {
-  }
-  EXPECT_FALSE(reader->Finish().ok());
+  EXPECT_THAT(server_->Stderr(), HasSubstr("attnscope-server: stopped"));
+  size_t summaries = 0;
+  while (reader->Read(&event)) summaries += event.has_summary();
+  EXPECT_EQ(summaries, 0u) << "the stalled call was not cut off";
+  const grpc::Status status = reader->Finish();
+  // UNAVAILABLE, usually with the drain's message ("did not finish within
+  // its 1 s drain"); the server exits right after cancelling the call, so on
+  // a loaded machine the client may see the connection close first ("Broken
+  // pipe"). ClientCutOffAtTheDrainLimitIsToldWhy checks the message.
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
 }
 
 }  // namespace

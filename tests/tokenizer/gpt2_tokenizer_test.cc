@@ -21,6 +21,7 @@
 #include "nlohmann/json.hpp"
 #include "service/core/utf8.h"
 #include "service/tokenizer/byte_level.h"
+#include "tests/common/temp_path.h"
 
 namespace attnscope::tokenizer {
 namespace {
@@ -44,12 +45,9 @@ void WriteAll(const std::filesystem::path& path, const std::string& contents) {
   std::ofstream(path, std::ios::binary) << contents;
 }
 
-// A fresh empty directory under the test temp dir (the pid keeps two
-// overlapping suite runs apart).
+// A fresh empty directory with a unique name, removed when the test exits.
 std::filesystem::path MakeTempDir(const std::string& name) {
-  std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
-                              ("gpt2_tok_" + std::to_string(getpid()) + "_" + name);
-  std::filesystem::remove_all(dir);
+  std::filesystem::path dir = test::UniqueTempPath("gpt2-tok-" + name);
   std::filesystem::create_directories(dir);
   return dir;
 }
