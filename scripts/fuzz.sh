@@ -4,7 +4,8 @@
 #
 #   scripts/fuzz.sh [smoke] [CTEST ARGS...]
 #       every target for 30 s from its seed corpus (CTest label fuzz; what
-#       scripts/test.sh and CI run). Non-zero exit on any crash.
+#       scripts/test.sh and CI run). Non-zero exit on any crash, and before
+#       running, on fewer fuzz tests registered than expected_targets.
 #   scripts/fuzz.sh long SECONDS [TARGET...]
 #       longer runs (all targets unless named), two at a time under nice -n 19,
 #       each growing its own corpus in build-fuzz/fuzz-long/TARGET/ (kept
@@ -18,6 +19,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${ATTNSCOPE_FUZZ_BUILD_DIR:-$ROOT/build-fuzz}"
 TARGETS=(safetensors_header_fuzz safetensors_index_fuzz model_config_fuzz tokenizer_json_fuzz
          tokenize_fuzz chat_template_fuzz request_fuzz)
+# The smoke fails if fewer targets than this are listed above or registered
+# with CTest (label fuzz): it must not pass on no target.
+expected_targets=7
 
 mode="${1:-smoke}"
 [[ $# -gt 0 ]] && shift
@@ -32,7 +36,23 @@ export LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppres
 
 case "$mode" in
   smoke)
-    exec ctest --test-dir "$BUILD_DIR" -L fuzz --output-on-failure -j "$(nproc)" "$@"
+    listing=$(ctest --test-dir "$BUILD_DIR" -N -L fuzz)
+    found=$(sed -n 's/^Total Tests: *\([0-9][0-9]*\)$/\1/p' <<<"$listing")
+    names=$(sed -n 's/^ *Test *#[0-9]*: //p' <<<"$listing")
+    echo "attnscope fuzz smoke: $found fuzz tests registered, ${#TARGETS[@]} targets listed" \
+         "(expected_targets=$expected_targets)"
+    if [[ -z "$found" ]] || ((found < expected_targets || ${#TARGETS[@]} < expected_targets)); then
+      echo "attnscope fuzz smoke: FAIL: ${found:-no} fuzz tests registered and ${#TARGETS[@]} targets listed," \
+           "fewer than expected_targets=$expected_targets in scripts/fuzz.sh" >&2
+      exit 1
+    fi
+    for t in "${TARGETS[@]}"; do
+      if ! grep -Fxq "$t" <<<"$names"; then
+        echo "attnscope fuzz smoke: FAIL: target $t has no CTest test with label fuzz" >&2
+        exit 1
+      fi
+    done
+    exec ctest --test-dir "$BUILD_DIR" -L fuzz --no-tests=error --output-on-failure -j "$(nproc)" "$@"
     ;;
   long)
     seconds="${1:?usage: scripts/fuzz.sh long SECONDS [TARGET...]}"

@@ -52,6 +52,8 @@ class RpcServer {
   // The calls in progress, so that the drain can end them with a message.
   class CallTracker {
    public:
+    // Takes the mutex: the calls' last Remove ran on gRPC's threads.
+    ~CallTracker();
     void Add(grpc::ServerContextBase* call);
     void Remove(grpc::ServerContextBase* call);
     // Ends every call in progress with UNAVAILABLE and `message`, from
