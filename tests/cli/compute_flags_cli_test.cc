@@ -68,8 +68,10 @@ TEST(ComputeFlagsCliTest, CudaOnACpuOnlyBuildFailsClearlyAndAutoPicksTheCpu) {
   const nlohmann::json on_auto = StatsOf(RunCli(Analyze({"--device", "auto"})));
   const nlohmann::json on_cpu = StatsOf(RunCli(Analyze({"--device", "cpu"})));
   const nlohmann::json plain = StatsOf(RunCli(Analyze({})));
-  EXPECT_EQ(on_auto, on_cpu);
-  EXPECT_EQ(on_cpu, plain);
+  // MaxJsonDiff, not ==: NaN is null on both sides, and null == null.
+  std::string mismatch;
+  EXPECT_EQ(test::MaxJsonDiff(on_auto, on_cpu, &mismatch), 0.0) << mismatch;
+  EXPECT_EQ(test::MaxJsonDiff(on_cpu, plain, &mismatch), 0.0) << mismatch;
   const CliResult generate = RunCli(
       {"generate", "--model", Fixture("llama"), "--ids", "1,45", "--device", "cuda"});
   EXPECT_EQ(generate.exit_code, 1);
@@ -79,13 +81,18 @@ TEST(ComputeFlagsCliTest, CudaOnACpuOnlyBuildFailsClearlyAndAutoPicksTheCpu) {
 TEST(ComputeFlagsCliTest, Bf16IsCloseToFloat32ButNotFloat32) {
   const nlohmann::json f32 = StatsOf(RunCli(Analyze({"--precision", "float32"})));
   const nlohmann::json bf16 = StatsOf(RunCli(Analyze({"--precision", "bf16"})));
-  EXPECT_EQ(f32, StatsOf(RunCli(Analyze({}))));  // float32 is the default
+  std::string mismatch;  // float32 is the default
+  EXPECT_EQ(test::MaxJsonDiff(f32, StatsOf(RunCli(Analyze({}))), &mismatch), 0.0) << mismatch;
   const double next = test::MaxJsonDiff(bf16["next_token_entropy_nats"],
                                         f32["next_token_entropy_nats"]);
-  EXPECT_GT(next, 1e-5);
-  EXPECT_TRUE(next <= 0.25) << next;
   const double sinks = test::MaxJsonDiff(bf16["sink_score"], f32["sink_score"]);
-  EXPECT_TRUE(sinks <= 0.02) << sinks;
+  std::printf("llama fixture, 12 ids: max |bf16 - float32| next-token entropy %.3g, sink %.3g\n",
+              next, sinks);
+  // Measured 2.1e-3 and 3.6e-3 (oneDNN's bf16 kernels and ATTNSCOPE_GEMM=blas
+  // alike); held to twice that, as Bf16FixtureTest holds each fixture.
+  EXPECT_GT(next, 1e-5);
+  EXPECT_TRUE(next <= 2 * 2.1e-3) << next;
+  EXPECT_TRUE(sinks <= 2 * 3.6e-3) << sinks;
 }
 
 // Greedy generation on the trained stories260K: bf16 picks float32's tokens
