@@ -13,7 +13,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${ATTNSCOPE_BUILD_DIR:-$ROOT/build}"
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libtorch-dev libopenblas0-openmp libdnnl-dev
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev grpc-proto
   prometheus-cpp-dev prometheus
