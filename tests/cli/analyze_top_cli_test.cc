@@ -11,10 +11,10 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
-#include <regex>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
@@ -91,16 +91,24 @@ std::vector<Row> PredictionRows(const std::string& report) {
   std::vector<Row> rows;
   const size_t section = report.find("Next token at each position");
   if (section == std::string::npos) return rows;
-  static const std::regex kRow("^  #([0-9]+) ");
-  static const std::regex kProbability("\" ([01]\\.[0-9]{3})");
+  // Not std::regex: GCC 12 with ASan at -O1 warns inside <regex>
+  // (maybe-uninitialized), and the build treats warnings as errors.
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
   for (absl::string_view line : absl::StrSplit(report.substr(section), '\n')) {
-    const std::string s(line);
-    std::smatch m;
-    if (!std::regex_search(s, m, kRow)) continue;
-    Row row{std::stoll(m[1].str()), {}};
-    for (auto it = std::sregex_iterator(s.begin(), s.end(), kProbability);
-         it != std::sregex_iterator(); ++it) {
-      row.probabilities.push_back((*it)[1].str());
+    // A row starts "  #<position> "; each probability follows a quoted
+    // token as `" d.ddd` with d in {0, 1}.
+    if (!absl::StartsWith(line, "  #")) continue;
+    size_t end = 3;
+    while (end < line.size() && digit(line[end])) ++end;
+    if (end == 3 || end == line.size() || line[end] != ' ') continue;
+    Row row{std::stoll(std::string(line.substr(3, end - 3))), {}};
+    for (size_t at = line.find("\" ", end); at != absl::string_view::npos;
+         at = line.find("\" ", at + 1)) {
+      const absl::string_view p = line.substr(at + 2, 5);
+      if (p.size() == 5 && (p[0] == '0' || p[0] == '1') && p[1] == '.' && digit(p[2]) &&
+          digit(p[3]) && digit(p[4])) {
+        row.probabilities.emplace_back(p);
+      }
     }
     rows.push_back(row);
   }
