@@ -63,9 +63,11 @@ top predictions (see service/analysis/definitions.md).
   --block-size N     attention query rows per block; 0 (default) = whole
                      layers while a layer's attention fits 8 MiB, else
                      blocks that fit (memory linear in T); same results
-  --precision P      float32 (default) or bf16: matrix products on bfloat16
-                     operands, statistics in float32 (with --server: sent
-                     with the request; default: the server's --precision)
+  --precision P      float32 (default), bf16 (matrix products on bfloat16
+                     operands, statistics in float32) or auto (the
+                     checkpoint's dtype: bf16 for BF16 weights, else
+                     float32); with --server: sent with the request
+                     (default: the server's --precision)
   --device D         cpu (default), cuda or auto (cuda when this build's
                      libtorch has CUDA and sees a GPU, else cpu); local only
   --threads N        intra-op threads (default: all cores)

@@ -58,9 +58,9 @@ most likely other tokens (the alternatives; never the chosen token itself).
                        cache, generation may run past the model's positions
   --json               machine-readable output
   --threads N          intra-op threads (local only; default: all cores)
-  --precision P        float32 (default) or bf16: matrix products on
-                       bfloat16 operands (with --server: the server's
-                       --precision unless given)
+  --precision P        float32 (default), bf16 (matrix products on
+                       bfloat16 operands) or auto (the checkpoint's dtype);
+                       with --server: the server's --precision unless given
   --device D           cpu (default), cuda or auto; local only
   --deadline S         give up after S seconds (with --server the server
                        stops too); with --server, a line on stderr says when

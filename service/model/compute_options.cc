@@ -9,12 +9,21 @@ absl::StatusOr<Precision> ParsePrecision(const std::string& name) {
   const std::string n = absl::AsciiStrToLower(name);
   if (n == "float32" || n == "fp32") return Precision::kFloat32;
   if (n == "bf16" || n == "bfloat16") return Precision::kBfloat16;
+  if (n == "auto") return Precision::kAuto;
   return absl::InvalidArgumentError(absl::StrCat(
-      "precision '", name, "' is not supported; use float32 (the default) or bf16"));
+      "precision '", name, "' is not supported; use float32 (the default), bf16 or auto"));
 }
 
 const char* PrecisionName(Precision precision) {
-  return precision == Precision::kBfloat16 ? "bf16" : "float32";
+  switch (precision) {
+    case Precision::kBfloat16:
+      return "bf16";
+    case Precision::kAuto:
+      return "auto";
+    case Precision::kFloat32:
+      break;
+  }
+  return "float32";
 }
 
 absl::StatusOr<DeviceKind> ParseDeviceKind(const std::string& name) {

@@ -13,12 +13,16 @@ namespace attnscope::model {
 enum class Precision {
   kFloat32,   // everything in float32 (the default)
   kBfloat16,  // operands of every matrix product rounded to bfloat16
+  // The checkpoint's own: kBfloat16 for a BF16 checkpoint, kFloat32 for F32
+  // (and F16, which has no half-precision kernel here), as Hugging Face's
+  // torch_dtype="auto" computes in the stored dtype.
+  kAuto,
 };
 
-// "float32" or "bf16" (also "fp32", "bfloat16"); InvalidArgument naming the
-// value and the accepted ones otherwise.
+// "float32", "bf16" or "auto" (also "fp32", "bfloat16"); InvalidArgument
+// naming the value and the accepted ones otherwise.
 absl::StatusOr<Precision> ParsePrecision(const std::string& name);
-// "float32" or "bf16".
+// "float32", "bf16" or "auto".
 const char* PrecisionName(Precision precision);
 
 // Where the weights live and the forward pass runs.

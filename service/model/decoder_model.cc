@@ -3,7 +3,9 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <atomic>
 #include <mutex>
+#include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -71,9 +73,9 @@ class PooledWorkspace {
 
 class DecoderModel : public LanguageModel {
  public:
-  DecoderModel(ModelConfig config, DecoderWeights weights, c10::Device device)
+  DecoderModel(ModelConfig config, DecoderWeights weights, c10::Device device, bool stored_bf16)
       : config_(std::move(config)), spec_(config_.decoder), w_(std::move(weights)),
-        device_(device) {}
+        device_(device), stored_bf16_(stored_bf16) {}
 
   const ModelConfig& config() const override { return config_; }
   absl::Status Forward(const std::vector<std::vector<int64_t>>& batch,
@@ -86,6 +88,15 @@ class DecoderModel : public LanguageModel {
     if (positions == CachePositions::kCache && spec_.rope.kind == RopeKind::kNone) return nullptr;
     return std::make_unique<DecoderCache>(config_.num_layers, positions);
   }
+  Precision stored_precision() const override {
+    return stored_bf16_ ? Precision::kBfloat16 : Precision::kFloat32;
+  }
+  int64_t weight_bytes() const override {
+    std::set<const void*> seen;
+    int64_t total = HeldBytes(w_, seen);
+    if (bf16_made_.load(std::memory_order_acquire)) total += HeldBytes(bf16_, seen);
+    return total;
+  }
 
  private:
   at::Tensor Embed(const at::Tensor& ids, const PassState& pass) const;
@@ -95,7 +106,10 @@ class DecoderModel : public LanguageModel {
   }
   // The bfloat16 matrices, made on the first bfloat16 pass and kept.
   const DecoderWeights& Bf16Weights() const {
-    std::call_once(bf16_once_, [this] { bf16_ = Bf16Matrices(w_); });
+    std::call_once(bf16_once_, [this] {
+      bf16_ = Bf16Matrices(w_);
+      bf16_made_.store(true, std::memory_order_release);
+    });
     return bf16_;
   }
   at::Tensor Norm(const at::Tensor& x, const NormWeights& w) const {
@@ -112,8 +126,10 @@ class DecoderModel : public LanguageModel {
   const DecoderSpec& spec_;
   DecoderWeights w_;
   c10::Device device_;
+  const bool stored_bf16_;  // the checkpoint's matrices are BF16
   mutable std::once_flag bf16_once_;
   mutable DecoderWeights bf16_;
+  mutable std::atomic<bool> bf16_made_{false};
   mutable WorkspacePool workspaces_;  // Forward is const and may run concurrently
 };
 
@@ -127,7 +143,10 @@ at::Tensor DecoderModel::Embed(const at::Tensor& ids, const PassState& pass) con
     w_.head_packed->GatherRows(flat.data_ptr<int64_t>(), flat.numel(), x.data_ptr<float>());
     x = x.view({ids.size(0), ids.size(1), -1});
   } else {
-    x = w_.embed.index_select(0, ids.flatten()).view({ids.size(0), ids.size(1), -1});
+    // A bfloat16 embedding (as stored) widened row by row, exactly.
+    x = w_.embed.index_select(0, ids.flatten())
+            .to(at::kFloat)
+            .view({ids.size(0), ids.size(1), -1});
   }
   // Gemma multiplies by sqrt(H) rounded to the compute dtype (float32 here).
   if (spec_.embedding_scale != 1.0) x = x * static_cast<float>(spec_.embedding_scale);
@@ -202,7 +221,9 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
 at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x,
                              const PassState& pass) const {
   if (!spec_.mlp.gated && l.up.packed) {  // the activation inside the product's kernel
-    return Product(LinearActivated(x, l.up, spec_.mlp.activation), l.down, pass);
+    return Product(LinearActivated(x, l.up, spec_.mlp.activation,
+                                   pass.bf16 ? Operands::kStored : Operands::kFloat32),
+                   l.down, pass);
   }
   at::Tensor up = Product(x, l.up, pass);  // a fresh tensor: changed in place below
   if (!spec_.mlp.gated) {
@@ -252,10 +273,15 @@ at::Tensor DecoderModel::Logits(const at::Tensor& x, const PassState& pass) cons
   const PackedMatrix* packed = pass.weights->head_packed.get();
   LinearWeights head;
   head.weight = pass.weights->head;
-  at::Tensor logits = packed != nullptr   ? PackedLinear(rows, *packed, {})
-                      : pass.bf16         ? LinearBf16(rows, head)
-                      : rows.size(0) == 1 ? at::mv(w_.head, rows[0]).unsqueeze(0)
-                                          : at::mm(rows, w_.head.t());
+  const bool stored = w_.head.defined() && w_.head.scalar_type() == at::kBFloat16;
+  at::Tensor logits =
+      packed != nullptr
+          ? PackedLinear(rows, *packed, {}, Epilogue::kNone,
+                         pass.bf16 ? Operands::kStored : Operands::kFloat32)
+      : pass.bf16         ? LinearBf16(rows, head)
+      : stored            ? WidenedLinear(rows, w_.head, {})
+      : rows.size(0) == 1 ? at::mv(w_.head, rows[0]).unsqueeze(0)
+                          : at::mm(rows, w_.head.t());
   if (spec_.final_softcap > 0) {
     logits = at::tanh(logits / spec_.final_softcap) * spec_.final_softcap;
   }
@@ -295,7 +321,7 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
     const int64_t batch_size = batch.size(), tokens = batch[0].size();
     PooledWorkspace workspace(workspaces_);
     PassState pass{options, past, cache, {}, obs, {}, {}, {}, workspace.get()};
-    pass.bf16 = options.precision == Precision::kBfloat16;
+    pass.bf16 = Resolve(options.precision) == Precision::kBfloat16;
     pass.weights = pass.bf16 ? &Bf16Weights() : &w_;
     if (spec_.rope.kind != RopeKind::kNone) {
       pass.rotary = MakeRotaryTables(spec_.rope, past, tokens);
@@ -357,6 +383,7 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
   try {
     c10::InferenceMode inference;
     ATTNSCOPE_ASSIGN_OR_RETURN(DecoderWeights weights, LoadDecoderWeights(config, loader));
+    const bool stored_bf16 = weights.embed.scalar_type() == at::kBFloat16;
     MoveWeights(weights, device);
     if (device.is_cpu() && ChosenGemmBackend() == GemmBackend::kOneDnn) {
       // Each matrix is packed and its source let go before the next is read:
@@ -369,14 +396,14 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
           weights, PackedType::kFloat32,
           [&](const at::Tensor& t) {
             return mapped->DropPages(t.data_ptr(),
-                                     static_cast<size_t>(t.numel()) * sizeof(float));
+                                     static_cast<size_t>(t.numel()) * t.element_size());
           },
           [&] {
             if (cache != nullptr) cache->Trim();
           });
     }
     if (cache != nullptr) cache->Trim();  // the temporaries of converting and fusing
-    return std::unique_ptr<LanguageModel>(new DecoderModel(config, std::move(weights), device));
+    return std::unique_ptr<LanguageModel>(new DecoderModel(config, std::move(weights), device, stored_bf16));
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("loading ", directory, ": ", e.what()));
   }

@@ -42,10 +42,11 @@ class SpecReader {
 
 absl::StatusOr<at::Tensor> SpecReader::Matrix(const std::string& name, int64_t out, int64_t in,
                                               const std::string& origin) const {
-  if (!n_.conv1d) return w_.Get(name + ".weight", {out, in}, origin);
+  // As stored for BF16 (packed or widened before each product), else float32.
+  if (!n_.conv1d) return w_.GetStored(name + ".weight", {out, in}, origin);
   // GPT-2's Conv1D stores (in, out): used as a transposed view (BLAS reads
   // it as it lies), not copied.
-  ATTNSCOPE_ASSIGN_OR_RETURN(at::Tensor t, w_.Get(name + ".weight", {in, out}, origin));
+  ATTNSCOPE_ASSIGN_OR_RETURN(at::Tensor t, w_.GetStored(name + ".weight", {in, out}, origin));
   return t.t();
 }
 
@@ -84,7 +85,9 @@ absl::StatusOr<LinearWeights> SpecReader::Qkv(const std::string& p) const {
       // Rows are [heads, 3, head_dim]: regroup to q | k | v.
       ATTNSCOPE_ASSIGN_OR_RETURN(LinearWeights l,
                                  Linear(p + n_.qkv, 3 * q_rows, h, bias, AttentionDims()));
+      const at::Tensor stored = l.weight;
       l.weight = l.weight.view({c_.num_heads, 3, d, h}).transpose(0, 1).reshape({3 * q_rows, h});
+      w_.ReleaseIfMapped(stored);  // copied by the regrouping
       if (bias) l.bias = l.bias.view({c_.num_heads, 3, d}).transpose(0, 1).reshape({-1});
       return l;
     }
@@ -96,6 +99,7 @@ absl::StatusOr<LinearWeights> SpecReader::Qkv(const std::string& p) const {
   ATTNSCOPE_ASSIGN_OR_RETURN(LinearWeights v, Linear(p + n_.v, kv_rows, h, bias, AttentionDims()));
   LinearWeights l;
   l.weight = at::cat({q.weight, k.weight, v.weight}, 0);
+  for (const LinearWeights* part : {&q, &k, &v}) w_.ReleaseIfMapped(part->weight);
   if (bias) l.bias = at::cat({q.bias, k.bias, v.bias}, 0);
   return l;
 }
@@ -109,6 +113,7 @@ absl::StatusOr<LinearWeights> SpecReader::Up(const std::string& p) const {
   ATTNSCOPE_ASSIGN_OR_RETURN(LinearWeights up, Linear(p + n_.up, inner, h, bias, MlpDims()));
   LinearWeights l;
   l.weight = at::cat({gate.weight, up.weight}, 0);
+  for (const LinearWeights* part : {&gate, &up}) w_.ReleaseIfMapped(part->weight);
   if (bias) l.bias = at::cat({gate.bias, up.bias}, 0);
   return l;
 }
@@ -142,7 +147,8 @@ absl::StatusOr<DecoderWeights> SpecReader::Globals() const {
   const int64_t h = c_.hidden_size, e = s_.embed_dim, v = c_.vocab_size;
   const std::string embed_dims = absl::StrCat("vocab_size=", v, ", embedding width=", e);
   DecoderWeights w;
-  ATTNSCOPE_ASSIGN_OR_RETURN(w.embed, w_.Get(n_.embed + ".weight", {v, e}, embed_dims));
+  // As stored: a BF16 embedding is looked up and widened row by row.
+  ATTNSCOPE_ASSIGN_OR_RETURN(w.embed, w_.GetStored(n_.embed + ".weight", {v, e}, embed_dims));
   if (s_.learned_positions) {
     const int64_t rows = c_.max_positions + s_.position_offset;
     ATTNSCOPE_ASSIGN_OR_RETURN(
@@ -162,7 +168,7 @@ absl::StatusOr<DecoderWeights> SpecReader::Globals() const {
   if (s_.tied_head) {
     w.head = w.embed;
   } else {
-    ATTNSCOPE_ASSIGN_OR_RETURN(w.head, w_.GetUnprefixed(n_.head + ".weight", {v, e}, embed_dims));
+    ATTNSCOPE_ASSIGN_OR_RETURN(w.head, w_.GetUnprefixedStored(n_.head + ".weight", {v, e}, embed_dims));
   }
   return w;
 }
@@ -180,6 +186,43 @@ absl::StatusOr<DecoderWeights> LoadDecoderWeights(const ModelConfig& config,
   return w;
 }
 
+int64_t HeldBytes(const DecoderWeights& w, std::set<const void*>& seen) {
+  int64_t total = 0;
+  auto tensor = [&](const at::Tensor& t) {
+    if (!t.defined() || !seen.insert(t.storage().data()).second) return;
+    total += static_cast<int64_t>(t.storage().nbytes());
+  };
+  auto packed = [&](const std::shared_ptr<const PackedMatrix>& p) {
+    if (p && seen.insert(p.get()).second) total += static_cast<int64_t>(p->bytes());
+  };
+  auto norm = [&](const NormWeights& n) {
+    tensor(n.weight);
+    tensor(n.bias);
+  };
+  // A matrix kept beside its packed copy is a view of the mapped checkpoint
+  // whose pages were dropped at packing: the products read the packed copy.
+  auto linear = [&](const LinearWeights& l) {
+    if (!l.packed) tensor(l.weight);
+    tensor(l.bias);
+    packed(l.packed);
+  };
+  if (!w.embed_in_head) tensor(w.embed);
+  tensor(w.positions);
+  if (!w.head_packed) tensor(w.head);
+  packed(w.head_packed);
+  norm(w.final_norm);
+  linear(w.project_in);
+  linear(w.project_out);
+  for (const LayerWeights& l : w.layers) {
+    for (const NormWeights* n : {&l.attn_norm, &l.mlp_norm, &l.post_attn_norm, &l.post_mlp_norm,
+                                 &l.q_norm, &l.k_norm}) {
+      norm(*n);
+    }
+    for (const LinearWeights* m : {&l.qkv, &l.o, &l.up, &l.down}) linear(*m);
+  }
+  return total;
+}
+
 void ForEachLinear(DecoderWeights& w, const std::function<void(LinearWeights&)>& fn) {
   fn(w.project_in);
   fn(w.project_out);
@@ -191,9 +234,15 @@ void ForEachLinear(DecoderWeights& w, const std::function<void(LinearWeights&)>&
 void PackMatrices(DecoderWeights& w, PackedType type,
                   const std::function<bool(const at::Tensor&)>& release,
                   const std::function<void()>& let_go) {
+  // A bfloat16 matrix (a BF16 checkpoint's) is packed as it is, whatever
+  // `type`: its float32 products widen it chunk by chunk (Operands::kFloat32).
+  auto packed_type = [&](const at::Tensor& t) {
+    return t.scalar_type() == at::kBFloat16 ? PackedType::kBfloat16 : type;
+  };
   auto pack = [&](const at::Tensor& t) {
-    return PackedMatrix::Pack(t.data_ptr<float>(), t.size(0), t.size(1), t.stride(0),
-                              t.stride(1), type);
+    const bool bf16 = t.scalar_type() == at::kBFloat16;
+    return PackedMatrix::Pack(t.data_ptr(), bf16 ? PackedType::kBfloat16 : PackedType::kFloat32,
+                              t.size(0), t.size(1), t.stride(0), t.stride(1), packed_type(t));
   };
   auto linear = [&](LinearWeights& l) {
     if (!l.weight.defined()) return;
@@ -209,9 +258,11 @@ void PackMatrices(DecoderWeights& w, PackedType type,
     w.head_packed = pack(w.head);
     const bool tied = w.head.is_same(w.embed);
     const bool mapped = release(w.head);
-    // A tied float32 head also serves the embedding's lookups (GatherRows):
-    // a converted embedding (F16, BF16 checkpoints) is then let go too.
-    w.embed_in_head = tied && type == PackedType::kFloat32;
+    // A tied head packed with the embedding's own values (float32, or a
+    // bfloat16 one as stored) also serves the embedding's lookups
+    // (GatherRows): a converted embedding is then let go too.
+    w.embed_in_head = tied && (w.head_packed->type() == PackedType::kFloat32 ||
+                               w.head.scalar_type() == at::kBFloat16);
     if (!mapped && (!tied || w.embed_in_head)) {
       w.head = at::Tensor();
       if (tied) w.embed = at::Tensor();
@@ -222,7 +273,7 @@ void PackMatrices(DecoderWeights& w, PackedType type,
 }
 
 at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Tensor& bias,
-                        Epilogue epilogue) {
+                        Epilogue epilogue, Operands operands) {
   at::Tensor rows = x.reshape({-1, x.size(-1)});
   if (rows.stride(1) != 1 || (rows.size(0) > 1 && rows.stride(0) < rows.size(1))) {
     rows = rows.contiguous();
@@ -232,13 +283,35 @@ at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Te
   const at::Tensor b = bias.defined() ? bias.contiguous() : bias;
   at::internal::lazy_init_num_threads();  // this thread's OpenMP count, which oneDNN reads
   p.Multiply(rows.data_ptr<float>(), rows.size(0), ldx,
-             b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>(), p.n(), epilogue);
+             b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>(), p.n(), epilogue,
+             operands);
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = p.n();
   return y.view(sizes);
 }
 
-at::Tensor LinearActivated(const at::Tensor& x, const LinearWeights& w, Activation activation) {
+at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
+  const auto optional = [](const at::Tensor& t) {
+    return t.defined() ? c10::optional<at::Tensor>(t) : c10::optional<at::Tensor>();
+  };
+  if (weight.scalar_type() != at::kBFloat16) return at::linear(x, weight, optional(bias));
+  const int64_t n = weight.size(0), k = weight.size(1);
+  const int64_t per = std::max<int64_t>(64, PackedMatrix::kChunkFloatBytes / (4 * k));
+  if (n <= per) return at::linear(x, weight.to(at::kFloat), optional(bias));
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = n;
+  at::Tensor y = at::empty(sizes, x.options());
+  for (int64_t r = 0; r < n; r += per) {
+    const int64_t rows = std::min(per, n - r);
+    y.narrow(-1, r, rows)
+        .copy_(at::linear(x, weight.narrow(0, r, rows).to(at::kFloat),
+                          optional(bias.defined() ? bias.narrow(0, r, rows) : bias)));
+  }
+  return y;
+}
+
+at::Tensor LinearActivated(const at::Tensor& x, const LinearWeights& w, Activation activation,
+                           Operands operands) {
   if (!w.packed) {
     at::Tensor y = Linear(x, w);
     ActivateInPlace(y, activation);
@@ -259,13 +332,12 @@ at::Tensor LinearActivated(const at::Tensor& x, const LinearWeights& w, Activati
       epilogue = Epilogue::kSilu;
       break;
   }
-  return PackedLinear(x, *w.packed, w.bias, epilogue);
+  return PackedLinear(x, *w.packed, w.bias, epilogue, operands);
 }
 
 at::Tensor Linear(const at::Tensor& x, const LinearWeights& w) {
-  if (w.packed) return PackedLinear(x, *w.packed, w.bias);
-  return at::linear(x, w.weight, w.bias.defined() ? c10::optional<at::Tensor>(w.bias)
-                                                  : c10::optional<at::Tensor>());
+  if (w.packed) return PackedLinear(x, *w.packed, w.bias, Epilogue::kNone, Operands::kFloat32);
+  return WidenedLinear(x, w.weight, w.bias);
 }
 
 at::Tensor Normalize(const at::Tensor& x, const NormWeights& w, NormKind kind, double eps) {

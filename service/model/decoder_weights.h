@@ -1,15 +1,19 @@
-// Internal to the model library: the parameters of a DecoderSpec model as
-// float32 tensors in one layout whatever the checkpoint's (matrices (out, in),
-// q | k | v fused into one projection, gate | up fused into one), and the
-// building blocks that use them. Tensors an F32 checkpoint holds in this
-// layout are read-only views of its mapped file (GPT-2's (in, out) Conv1D
-// matrices as transposed views); the others are converted copies.
+// Internal to the model library: the parameters of a DecoderSpec model in one
+// layout whatever the checkpoint's (matrices (out, in), q | k | v fused into
+// one projection, gate | up fused into one), and the building blocks that
+// use them. Norms, biases and learned positions are float32; the matrices
+// and the embedding are float32, or bfloat16 as a BF16 checkpoint stores
+// them (held once: products widen them to float32 just before they run, or
+// multiply them as they are in bfloat16 precision). Tensors a checkpoint
+// holds in this layout are read-only views of its mapped file (GPT-2's
+// (in, out) Conv1D matrices as transposed views); the others are copies.
 #pragma once
 
 #include <ATen/ATen.h>
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -45,7 +49,7 @@ struct LayerWeights {
 };
 
 struct DecoderWeights {
-  at::Tensor embed;      // (V, E); undefined when a converted tied head serves it
+  at::Tensor embed;      // (V, E) float32 or bfloat16; undefined when a tied head serves it
   at::Tensor positions;  // (max_positions + offset, H) or undefined
   LinearWeights project_in, project_out;  // (H, E), (E, H) or undefined
   NormWeights final_norm;
@@ -64,6 +68,14 @@ struct DecoderWeights {
 absl::StatusOr<DecoderWeights> LoadDecoderWeights(const ModelConfig& config,
                                                   const WeightLoader& loader);
 
+// Bytes the weights occupy: every tensor's storage and every packed matrix
+// the forward pass reads, each counted once across calls with the same
+// `seen` (a view of the mapped checkpoint, such as an untied BF16
+// embedding, counts as the bytes it spans, although only the rows read are
+// resident; a source kept beside its packed copy is not read and its pages
+// were dropped: not counted).
+int64_t HeldBytes(const DecoderWeights& w, std::set<const void*>& seen);
+
 // fn on every projection: project_in/out, then each layer's q|k|v, o, up,
 // down (the head is not a LinearWeights).
 void ForEachLinear(DecoderWeights& w, const std::function<void(LinearWeights&)>& fn);
@@ -80,17 +92,26 @@ void PackMatrices(DecoderWeights& w, PackedType type,
                   const std::function<bool(const at::Tensor&)>& release,
                   const std::function<void()>& let_go = {});
 
-// y = x W^T + b over the last dimension.
+// y = x W^T + b over the last dimension, in float32 (a bfloat16 W, packed
+// or not, widened just before its products).
 at::Tensor Linear(const at::Tensor& x, const LinearWeights& w);
 
-// y = x P^T (+ b) over the last dimension through a packed matrix.
-// With `epilogue`, the activation applied in the product's kernel.
+// y = x P^T (+ b) over the last dimension through a packed matrix, with
+// `operands` (gemm.h: float32, or the stored type). With `epilogue`, the
+// activation applied in the product's kernel.
 at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Tensor& bias,
-                        Epilogue epilogue = Epilogue::kNone);
+                        Epilogue epilogue, Operands operands);
+
+// y = x W^T (+ b) in float32 for an unpacked W: a bfloat16 W is widened to
+// float32 (exactly) in chunks of rows of at most PackedMatrix::kChunkFloatBytes
+// just before their products, so that no float32 copy of it is kept.
+at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 // activation(x W^T + b) in one product where `w` is packed (the activation
-// inside oneDNN's kernel), else the product then ActivateInPlace.
-at::Tensor LinearActivated(const at::Tensor& x, const LinearWeights& w, Activation activation);
+// inside oneDNN's kernel, with `operands`), else the product (float32) then
+// ActivateInPlace.
+at::Tensor LinearActivated(const at::Tensor& x, const LinearWeights& w, Activation activation,
+                           Operands operands);
 
 // The norm of `kind` over the last dimension.
 at::Tensor Normalize(const at::Tensor& x, const NormWeights& w, NormKind kind, double eps);

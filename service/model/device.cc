@@ -67,9 +67,10 @@ void MoveWeights(DecoderWeights& weights, const c10::Device& device) {
 DecoderWeights Bf16Matrices(const DecoderWeights& weights) {
   DecoderWeights copy = weights;  // tensors are shared until replaced below
   // Packed matrices: their bfloat16 packing, made from the packed float32
-  // copy (the source may be gone); the float32 tensors are not needed.
+  // copy (the source may be gone); a bfloat16 packing (a BF16 checkpoint's)
+  // is shared as it is. The float32 tensors are not needed.
   auto convert = [](std::shared_ptr<const PackedMatrix>& p) {
-    if (p) p = p->Converted(PackedType::kBfloat16);
+    if (p && p->type() != PackedType::kBfloat16) p = p->Converted(PackedType::kBfloat16);
     return p != nullptr;
   };
   ForEachLinear(copy, [&](LinearWeights& l) {
@@ -77,6 +78,7 @@ DecoderWeights Bf16Matrices(const DecoderWeights& weights) {
   });
   if (convert(copy.head_packed)) copy.head = at::Tensor();
   ForEachMatrix(copy, [](at::Tensor& t) {
+    if (t.scalar_type() == at::kBFloat16) return;  // as stored: shared, no copy
     const at::Tensor rounded = t.to(at::kBFloat16).contiguous();
     t = t.is_cuda() ? rounded : rounded.to(at::kFloat);
   });
@@ -86,9 +88,11 @@ DecoderWeights Bf16Matrices(const DecoderWeights& weights) {
 at::Tensor RoundToBf16(const at::Tensor& x) { return x.to(at::kBFloat16).to(x.scalar_type()); }
 
 at::Tensor LinearBf16(const at::Tensor& x, const LinearWeights& w16) {
-  if (w16.packed) return PackedLinear(x, *w16.packed, w16.bias);  // rounds x itself
+  if (w16.packed) {  // rounds x itself
+    return PackedLinear(x, *w16.packed, w16.bias, Epilogue::kNone, Operands::kStored);
+  }
   at::Tensor y = x.is_cuda() ? at::matmul(x.to(at::kBFloat16), w16.weight.t()).to(at::kFloat)
-                             : at::matmul(RoundToBf16(x), w16.weight.t());
+                             : WidenedLinear(RoundToBf16(x), w16.weight, at::Tensor());
   if (w16.bias.defined()) y.add_(w16.bias);
   return y;
 }

@@ -20,10 +20,11 @@ void MoveWeights(DecoderWeights& weights, const c10::Device& device);
 
 // The same weights with every matrix of a product (projections, MLP, head)
 // rounded to bfloat16; embeddings, biases and norms shared with `weights`
-// (float32). Packed matrices (oneDNN) become oneDNN's bfloat16 packing (half
-// the bytes). Otherwise, on CUDA the matrices are bfloat16 tensors; on the
-// CPU float32 tensors holding the bfloat16-rounded values, so that no
-// product pays a conversion (a second copy of the matrices).
+// (float32). Matrices already in bfloat16 (a BF16 checkpoint's, packed or
+// not) are shared as they are: no second copy. Float32 packed matrices
+// (oneDNN) become oneDNN's bfloat16 packing (half the bytes). Other float32
+// matrices: on CUDA bfloat16 tensors; on the CPU float32 tensors holding the
+// bfloat16-rounded values, so that no product pays a conversion.
 DecoderWeights Bf16Matrices(const DecoderWeights& weights);
 
 // x rounded to bfloat16 and back (same dtype and device as x).

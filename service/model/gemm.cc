@@ -275,30 +275,163 @@ void Sgemm(bool b_transposed, int64_t m, int64_t n, int64_t k, float alpha, cons
               static_cast<int>(lda), b, static_cast<int>(ldb), 0.0f, c, static_cast<int>(ldc));
 }
 
-struct PackedMatrix::Impl {
-  memory::desc desc;
+namespace {
+
+// A row chunk: rows [row0, row0 + rows) of W, packed on their own.
+struct Chunk {
+  int64_t row0 = 0, rows = 0;
+  memory::desc desc;  // the packed layout of this chunk in the stored type
   memory packed;
+  memory::desc wide;  // bfloat16 storage: the chunk's float32 packed layout
+  dnnl::reorder widen;  // bfloat16 storage: packed bfloat16 -> packed float32
 };
+
+// The descriptors of a chunk of `rows` x k stored as `type`, and the
+// primitive that widens a bfloat16 one (made once: making it per product
+// cost as much as running it).
+Chunk MakeChunk(int64_t row0, int64_t rows, int64_t k, PackedType type) {
+  Chunk c;
+  c.row0 = row0;
+  c.rows = rows;
+  c.desc = PackedDesc(rows, k, type);
+  c.packed = memory(c.desc, Engine());
+  if (type == PackedType::kBfloat16) {
+    c.wide = PackedDesc(rows, k, PackedType::kFloat32);
+    c.widen = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), c.desc, Engine(), c.wide));
+  }
+  return c;
+}
+
+}  // namespace
+
+struct PackedMatrix::Impl {
+  std::vector<Chunk> chunks;
+};
+
+namespace {
+
+size_t ElementBytes(PackedType type) { return type == PackedType::kFloat32 ? 4 : 2; }
+
+// Row chunks of an n x k matrix stored as `type`: one for float32; for
+// bfloat16 as many as keep each widened chunk within kChunkFloatBytes, of
+// equal size in multiples of 64 rows (oneDNN's block of columns of B).
+std::vector<std::pair<int64_t, int64_t>> ChunkRows(int64_t n, int64_t k, PackedType type) {
+  int64_t per = n;
+  if (type == PackedType::kBfloat16) {
+    const int64_t most = std::max<int64_t>(
+        64, PackedMatrix::kChunkFloatBytes / (4 * std::max<int64_t>(k, 1)) / 64 * 64);
+    const int64_t count = (n + most - 1) / most;
+    per = count <= 1 ? n : ((n + count - 1) / count + 63) / 64 * 64;
+  }
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (int64_t r = 0; r < n; r += per) out.emplace_back(r, std::min(per, n - r));
+  if (out.empty()) out.emplace_back(0, n);
+  return out;
+}
+
+// A growable buffer aligned to 64 bytes (a cache line: oneDNN's kernels
+// read the weights and write the output a line at a time).
+class AlignedBuffer {
+ public:
+  float* Reserve(size_t bytes) {
+    if (bytes > capacity_) {
+      const size_t rounded = (bytes + 63) / 64 * 64;
+      data_.reset(static_cast<float*>(std::aligned_alloc(64, rounded)));
+      if (!data_) throw std::bad_alloc();
+      capacity_ = rounded;
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float, Free> data_;
+  size_t capacity_ = 0;
+};
+
+// The calling thread's float32 scratch for a widened chunk and for a
+// chunk's output.
+struct ChunkScratch {
+  AlignedBuffer wide, out;
+};
+ChunkScratch& ChunkBuffers() {
+  thread_local ChunkScratch scratch;
+  return scratch;
+}
+
+// Offsets (in elements) of W's entries in a packed chunk: entry (row i, column
+// j) of the chunk is at row_part(i) + column_part(j).
+class BlockedOffsets {
+ public:
+  explicit BlockedOffsets(const memory::desc& desc) : md_(desc.data) {
+    const dnnl_blocking_desc_t& b = md_.format_desc.blocking;
+    for (int i = 0; i < b.inner_nblks; ++i) block_[b.inner_idxs[i]] *= b.inner_blks[i];
+  }
+  // B = W^T is (k x n): dimension 0 is W's column j, dimension 1 its row i.
+  int64_t Part(int d, int64_t x) const {
+    const dnnl_blocking_desc_t& b = md_.format_desc.blocking;
+    int64_t at = (x / block_[d]) * b.strides[d], rest = x % block_[d], stride = 1;
+    for (int i = b.inner_nblks - 1; i >= 0; --i) {
+      if (b.inner_idxs[i] == d) {
+        at += (rest % b.inner_blks[i]) * stride;
+        rest /= b.inner_blks[i];
+      }
+      stride *= b.inner_blks[i];
+    }
+    return at;
+  }
+  int64_t offset0() const { return md_.offset0; }
+
+ private:
+  dnnl_memory_desc_t md_;
+  int64_t block_[2] = {1, 1};
+};
+
+float Bf16BitsToFloat(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+}  // namespace
 
 PackedMatrix::PackedMatrix(int64_t n, int64_t k, PackedType type, std::unique_ptr<Impl> impl)
     : n_(n), k_(k), type_(type), impl_(std::move(impl)) {}
 
 PackedMatrix::~PackedMatrix() = default;
 
-size_t PackedMatrix::bytes() const { return impl_->desc.get_size(); }
+size_t PackedMatrix::bytes() const {
+  size_t total = 0;
+  for (const Chunk& c : impl_->chunks) total += c.desc.get_size();
+  return total;
+}
+
+int64_t PackedMatrix::chunks() const { return static_cast<int64_t>(impl_->chunks.size()); }
 
 std::shared_ptr<const PackedMatrix> PackedMatrix::Pack(const float* w, int64_t n, int64_t k,
                                                        int64_t stride_n, int64_t stride_k,
                                                        PackedType type) {
+  return Pack(w, PackedType::kFloat32, n, k, stride_n, stride_k, type);
+}
+
+std::shared_ptr<const PackedMatrix> PackedMatrix::Pack(const void* w, PackedType source,
+                                                       int64_t n, int64_t k, int64_t stride_n,
+                                                       int64_t stride_k, PackedType type) {
   try {
     auto impl = std::make_unique<Impl>();
-    impl->desc = PackedDesc(n, k, type);
-    impl->packed = memory(impl->desc, Engine());
-    // B = W^T (k x n): B[j][i] = W[i][j] at w[i * stride_n + j * stride_k].
-    const memory::desc source({k, n}, memory::data_type::f32, Dims{stride_k, stride_n});
-    memory src(source, Engine(), const_cast<float*>(w));
     dnnl::stream& stream = ThreadStream();
-    dnnl::reorder(src, impl->packed).execute(stream, src, impl->packed);
+    for (const auto& [row0, rows] : ChunkRows(n, k, type)) {
+      Chunk c = MakeChunk(row0, rows, k, type);
+      // B = W^T (k x rows): B[j][i] = W[row0 + i][j] at w[(row0 + i) * stride_n + j * stride_k].
+      const memory::desc from({k, rows}, DataType(source), Dims{stride_k, stride_n});
+      const auto* base = static_cast<const uint8_t*>(w) + row0 * stride_n * ElementBytes(source);
+      memory src(from, Engine(), const_cast<uint8_t*>(base));
+      dnnl::reorder(src, c.packed).execute(stream, src, c.packed);
+      impl->chunks.push_back(std::move(c));
+    }
     stream.wait();
     return std::shared_ptr<const PackedMatrix>(new PackedMatrix(n, k, type, std::move(impl)));
   } catch (const dnnl::error& e) {
@@ -309,10 +442,25 @@ std::shared_ptr<const PackedMatrix> PackedMatrix::Pack(const float* w, int64_t n
 std::shared_ptr<const PackedMatrix> PackedMatrix::Converted(PackedType type) const {
   try {
     auto impl = std::make_unique<Impl>();
-    impl->desc = PackedDesc(n_, k_, type);
-    impl->packed = memory(impl->desc, Engine());
     dnnl::stream& stream = ThreadStream();
-    dnnl::reorder(impl_->packed, impl->packed).execute(stream, impl_->packed, impl->packed);
+    for (const auto& [row0, rows] : ChunkRows(n_, k_, type)) {
+      impl->chunks.push_back(MakeChunk(row0, rows, k_, type));
+    }
+    // Every overlap of a source chunk and a target chunk, as sub-memories of
+    // both (chunk boundaries are multiples of 64 rows, oneDNN's blocks).
+    for (const Chunk& from : impl_->chunks) {
+      for (Chunk& to : impl->chunks) {
+        const int64_t begin = std::max(from.row0, to.row0);
+        const int64_t end = std::min(from.row0 + from.rows, to.row0 + to.rows);
+        if (begin >= end) continue;
+        const memory::desc src_desc =
+            from.desc.submemory_desc({k_, end - begin}, {0, begin - from.row0});
+        const memory::desc dst_desc = to.desc.submemory_desc({k_, end - begin}, {0, begin - to.row0});
+        memory src(src_desc, Engine(), from.packed.get_data_handle());
+        memory dst(dst_desc, Engine(), to.packed.get_data_handle());
+        dnnl::reorder(src, dst).execute(stream, src, dst);
+      }
+    }
     stream.wait();
     return std::shared_ptr<const PackedMatrix>(new PackedMatrix(n_, k_, type, std::move(impl)));
   } catch (const dnnl::error& e) {
@@ -322,86 +470,110 @@ std::shared_ptr<const PackedMatrix> PackedMatrix::Converted(PackedType type) con
 
 std::string PackedMatrix::Implementation(int64_t m) const {
   try {
-    const PrimitiveKey key{m, n_, k_, k_, n_, type_, false, Epilogue::kNone};
-    return Primitives().Get(key, impl_->desc)->implementation;
+    const Chunk& c = impl_->chunks.front();
+    const PrimitiveKey key{m, c.rows, k_, k_, c.rows, type_, false, Epilogue::kNone};
+    return Primitives().Get(key, c.desc)->implementation;
   } catch (const dnnl::error& e) {
     Fail("making a matrix product", e);
   }
 }
 
 void PackedMatrix::GatherRows(const int64_t* ids, int64_t count, float* out) const {
-  if (type_ != PackedType::kFloat32) throw std::logic_error("GatherRows of a bfloat16 matrix");
-  // Element (j, i) of B = W^T (k x n) in oneDNN's blocked layout: the outer
-  // blocks by their strides, then the inner blocks, innermost last.
-  const dnnl_memory_desc_t& md = impl_->desc.data;
-  const dnnl_blocking_desc_t& blocking = md.format_desc.blocking;
-  int64_t block[2] = {1, 1};
-  for (int b = 0; b < blocking.inner_nblks; ++b) block[blocking.inner_idxs[b]] *= blocking.inner_blks[b];
-  // The offset is a sum of a part of j and a part of i.
-  auto part = [&](int d, int64_t x) {
-    int64_t at = (x / block[d]) * blocking.strides[d], rest = x % block[d], stride = 1;
-    for (int b = blocking.inner_nblks - 1; b >= 0; --b) {
-      if (blocking.inner_idxs[b] == d) {
-        at += (rest % blocking.inner_blks[b]) * stride;
-        rest /= blocking.inner_blks[b];
-      }
-      stride *= blocking.inner_blks[b];
-    }
-    return at;
-  };
-  std::vector<int64_t> column(static_cast<size_t>(k_));
-  for (int64_t j = 0; j < k_; ++j) column[j] = md.offset0 + part(0, j);
-  const auto* packed = static_cast<const float*>(impl_->packed.get_data_handle());
+  const std::vector<Chunk>& chunks = impl_->chunks;
+  // Per chunk, the column part of each entry's offset, made when first needed.
+  std::vector<std::vector<int64_t>> columns(chunks.size());
   for (int64_t r = 0; r < count; ++r) {
     const int64_t id = ids[r];
     if (id < 0 || id >= n_) {
       throw std::out_of_range("row " + std::to_string(id) + " of a packed matrix of " +
                               std::to_string(n_) + " rows");
     }
-    const float* source = packed + part(1, id);
-    float* row = out + r * k_;
-    for (int64_t j = 0; j < k_; ++j) row[j] = source[column[j]];
+    size_t ci = 0;
+    while (id >= chunks[ci].row0 + chunks[ci].rows) ++ci;
+    const Chunk& c = chunks[ci];
+    const BlockedOffsets offsets(c.desc);
+    std::vector<int64_t>& column = columns[ci];
+    if (column.empty()) {
+      column.resize(static_cast<size_t>(k_));
+      for (int64_t j = 0; j < k_; ++j) column[j] = offsets.offset0() + offsets.Part(0, j);
+    }
+    const int64_t row = offsets.Part(1, id - c.row0);
+    float* dst = out + r * k_;
+    if (type_ == PackedType::kFloat32) {
+      const float* src = static_cast<const float*>(c.packed.get_data_handle()) + row;
+      for (int64_t j = 0; j < k_; ++j) dst[j] = src[column[j]];
+    } else {
+      const uint16_t* src = static_cast<const uint16_t*>(c.packed.get_data_handle()) + row;
+      for (int64_t j = 0; j < k_; ++j) dst[j] = Bf16BitsToFloat(src[column[j]]);
+    }
   }
 }
 
 void PackedMatrix::Multiply(const float* x, int64_t m, int64_t ldx, const float* bias, float* y,
-                            int64_t ldy, Epilogue epilogue) const {
+                            int64_t ldy, Epilogue epilogue, Operands operands) const {
   if (m <= 0) return;
+  if (ldy != n_) throw std::invalid_argument("PackedMatrix::Multiply: ldy must equal n");
+  const PackedType compute = operands == Operands::kFloat32 ? PackedType::kFloat32 : type_;
   try {
     // oneDNN's brgemm kernels read dense rows only (a strided x, such as the
     // gate half of a gated MLP's output, would take its reference kernel,
     // ~100x slower): such an x is copied first, as bfloat16 is rounded.
     const void* src = x;
-    if (type_ == PackedType::kBfloat16) {
+    if (compute == PackedType::kBfloat16) {
       src = DenseRows(Scratch().bf16, x, m, k_, ldx, ToBf16);
       ldx = k_;
     } else if (ldx != k_) {
       src = DenseRows(Scratch().dense, x, m, k_, ldx, [](float v) { return v; });
       ldx = k_;
     }
-    if (ldy != n_) throw std::invalid_argument("PackedMatrix::Multiply: ldy must equal n");
-    const PrimitiveKey key{m, n_, k_, ldx, ldy, type_, bias != nullptr, epilogue};
-    const std::shared_ptr<const Primitive> p = Primitives().Get(key, impl_->desc);
-    ThreadScratch& scratch = Scratch();
-    if (scratch.pad.size() < p->scratchpad_bytes) scratch.pad.resize(p->scratchpad_bytes);
     const dnnl::engine& engine = Engine();
-    memory src_mem(memory::desc({m, k_}, DataType(type_), Dims{ldx, 1}), engine,
-                   const_cast<void*>(src));
-    memory dst_mem(memory::desc({m, n_}, memory::data_type::f32, Dims{ldy, 1}), engine, y);
-    memory pad_mem(memory::desc({static_cast<int64_t>(std::max<size_t>(p->scratchpad_bytes, 1))},
-                                memory::data_type::u8, memory::format_tag::a),
-                   engine, scratch.pad.empty() ? nullptr : scratch.pad.data());
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, impl_->packed}, {DNNL_ARG_DST, dst_mem}};
-    if (p->scratchpad_bytes > 0) args.emplace(DNNL_ARG_SCRATCHPAD, pad_mem);
-    if (bias != nullptr) {
-      args.emplace(DNNL_ARG_BIAS,
-                   memory(memory::desc({1, n_}, memory::data_type::f32, memory::format_tag::ab),
-                          engine, const_cast<float*>(bias)));
-    }
     dnnl::stream& stream = ThreadStream();
-    p->matmul.execute(stream, args);
-    stream.wait();
+    ThreadScratch& scratch = Scratch();
+    ChunkScratch& buffers = ChunkBuffers();
+    const bool whole = impl_->chunks.size() == 1;
+    memory src_mem(memory::desc({m, k_}, DataType(compute), Dims{ldx, 1}), engine,
+                   const_cast<void*>(src));
+    for (const Chunk& c : impl_->chunks) {
+      // The chunk's weights as the product reads them: stored, or widened.
+      memory weights = c.packed;
+      memory::desc weights_desc = c.desc;
+      if (compute != type_) {
+        weights_desc = c.wide;
+        weights = memory(c.wide, engine, buffers.wide.Reserve(c.wide.get_size()));
+        memory stored = c.packed;
+        c.widen.execute(stream, stored, weights);
+      }
+      // Several chunks: each writes its dense block of columns, copied into y.
+      float* out = whole ? y : buffers.out.Reserve(static_cast<size_t>(m * c.rows) * sizeof(float));
+      const PrimitiveKey key{m, c.rows, k_, ldx, c.rows, compute, bias != nullptr, epilogue};
+      const std::shared_ptr<const Primitive> p = Primitives().Get(key, weights_desc);
+      if (scratch.pad.size() < p->scratchpad_bytes) scratch.pad.resize(p->scratchpad_bytes);
+      memory dst_mem(memory::desc({m, c.rows}, memory::data_type::f32, Dims{c.rows, 1}), engine,
+                     out);
+      memory pad_mem(
+          memory::desc({static_cast<int64_t>(std::max<size_t>(p->scratchpad_bytes, 1))},
+                       memory::data_type::u8, memory::format_tag::a),
+          engine, scratch.pad.empty() ? nullptr : scratch.pad.data());
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, src_mem}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst_mem}};
+      if (p->scratchpad_bytes > 0) args.emplace(DNNL_ARG_SCRATCHPAD, pad_mem);
+      if (bias != nullptr) {
+        args.emplace(DNNL_ARG_BIAS, memory(memory::desc({1, c.rows}, memory::data_type::f32,
+                                                        memory::format_tag::ab),
+                                           engine, const_cast<float*>(bias + c.row0)));
+      }
+      p->matmul.execute(stream, args);
+      stream.wait();
+      if (!whole) {
+        core::ParallelFor(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(c.rows, 1)),
+                          [&](int64_t begin, int64_t end) {
+                            for (int64_t r = begin; r < end; ++r) {
+                              std::memcpy(y + r * ldy + c.row0, out + r * c.rows,
+                                          static_cast<size_t>(c.rows) * sizeof(float));
+                            }
+                          });
+      }
+    }
   } catch (const dnnl::error& e) {
     Fail("matrix product", e);
   }

@@ -49,18 +49,38 @@ enum class PackedType { kFloat32, kBfloat16 };
 // (gelu_new) or erf, relu, silu (x sigmoid(x)).
 enum class Epilogue { kNone, kGeluTanh, kGeluErf, kRelu, kSilu };
 
+// What a packed matrix's products take as operands: its stored type
+// (bfloat16 storage: bfloat16 products accumulated in float32), or float32
+// whatever it stores: bfloat16 storage is then widened to float32 (exactly)
+// chunk by chunk into the calling thread's scratch just before each product.
+enum class Operands { kStored, kFloat32 };
+
 // A weight matrix W (n x k) in oneDNN's packed layout, for y = x W^T + b.
 // kBfloat16 packs W rounded to bfloat16 (round to nearest even, as
-// at::Tensor::to(kBFloat16)); its products round x the same way and
-// accumulate in float32, so they equal a float32 product of the rounded
-// operands up to the order of the sums.
+// at::Tensor::to(kBFloat16)), or a bfloat16 source as it is; its products
+// round x the same way and accumulate in float32, so they equal a float32
+// product of the rounded operands up to the order of the sums.
+//
+// A bfloat16 matrix is stored in chunks of rows (each at most
+// kChunkFloatBytes once widened to float32), so that a float32 product widens
+// one chunk at a time into a bounded scratch instead of the whole matrix (a
+// 128K x 4096 head is 2 GiB as float32): the bfloat16 weights are the only
+// copy a bfloat16 checkpoint needs in either precision.
 class PackedMatrix {
  public:
+  static constexpr int64_t kChunkFloatBytes = int64_t{16} << 20;
+
   // W[i][j] at w[i * stride_n + j * stride_k]. Works on any x86-64 CPU
   // (the model packs only where ChosenGemmBackend() is kOneDnn); throws
   // std::runtime_error if oneDNN refuses.
   static std::shared_ptr<const PackedMatrix> Pack(const float* w, int64_t n, int64_t k,
                                                   int64_t stride_n, int64_t stride_k,
+                                                  PackedType type);
+  // The same from a source of `source` type (a bfloat16 checkpoint's matrix:
+  // 16-bit values, strides in elements). Packing a bfloat16 source as
+  // kBfloat16 copies its values as they are; as kFloat32 widens them.
+  static std::shared_ptr<const PackedMatrix> Pack(const void* w, PackedType source, int64_t n,
+                                                  int64_t k, int64_t stride_n, int64_t stride_k,
                                                   PackedType type);
   ~PackedMatrix();
   PackedMatrix(const PackedMatrix&) = delete;
@@ -73,14 +93,17 @@ class PackedMatrix {
   // y (m x n, dense: row stride n) = x (m x k, row stride ldx) W^T
   // (+ bias (n)). A strided x is copied to dense rows first (oneDNN's fast
   // kernels read only those); std::invalid_argument for ldy != n.
+  // `operands`: kStored computes in the stored type; kFloat32 computes in
+  // float32 (a bfloat16 matrix widened chunk by chunk, exactly).
   // Threads: the calling thread's OpenMP thread count (libtorch's). Safe
   // to call from several threads at once. Throws std::runtime_error.
   void Multiply(const float* x, int64_t m, int64_t ldx, const float* bias, float* y,
-                int64_t ldy, Epilogue epilogue = Epilogue::kNone) const;
+                int64_t ldy, Epilogue epilogue = Epilogue::kNone,
+                Operands operands = Operands::kStored) const;
 
-  // out[r] (k floats each) = row ids[r] of W, read from the packed copy
-  // (float32 only): a tied embedding's lookup without its source.
-  // std::out_of_range for an id outside [0, n); std::logic_error for bf16.
+  // out[r] (k floats each) = row ids[r] of W, read from the packed copy (a
+  // bfloat16 one widened, exactly): a tied embedding's lookup without its
+  // source. std::out_of_range for an id outside [0, n).
   void GatherRows(const int64_t* ids, int64_t count, float* out) const;
 
   // The name of the oneDNN kernel that multiplies m dense rows by this
@@ -91,6 +114,8 @@ class PackedMatrix {
   int64_t k() const { return k_; }
   PackedType type() const { return type_; }
   size_t bytes() const;
+  // Row chunks the matrix is stored in (1 for float32 storage).
+  int64_t chunks() const;
 
  private:
   struct Impl;

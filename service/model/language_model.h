@@ -113,6 +113,20 @@ class LanguageModel {
   virtual std::unique_ptr<KvCache> NewCache(CachePositions positions) const {
     return positions == CachePositions::kOriginal ? NewCache() : nullptr;
   }
+
+  // Bytes the weights take in memory now, in every precision used so far
+  // (a bfloat16 pass over a float32 checkpoint adds its bfloat16 copies; a
+  // BF16 checkpoint's weights serve both precisions as stored). 0 when the
+  // model does not say.
+  virtual int64_t weight_bytes() const { return 0; }
+
+  // What Precision::kAuto means for this model: kBfloat16 where the
+  // checkpoint stores its matrices in BF16, else kFloat32.
+  virtual Precision stored_precision() const { return Precision::kFloat32; }
+  // `precision` with kAuto replaced by stored_precision().
+  Precision Resolve(Precision precision) const {
+    return precision == Precision::kAuto ? stored_precision() : precision;
+  }
 };
 
 // How far loading has come: tensors converted so far, and their bytes out

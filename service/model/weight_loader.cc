@@ -32,7 +32,17 @@ void Widen16(const uint8_t* src, int64_t n, float* dst, Widen widen) {
 // mapping (the tensor holds `owner`, so the mapping outlives it); anything
 // else is converted into memory torch owns, in one pass over the source.
 absl::StatusOr<at::Tensor> ToFloatTensor(const TensorRef& t,
-                                         const std::shared_ptr<const SafetensorsCheckpoint>& owner) {
+                                         const std::shared_ptr<const SafetensorsCheckpoint>& owner,
+                                         bool keep_bf16) {
+  if (keep_bf16 && t.dtype == DType::kBF16 && t.numel() > 0) {
+    void* data = const_cast<uint8_t*>(t.data);  // read-only mapping, as for F32 below
+    if (reinterpret_cast<uintptr_t>(data) % 2 == 0) {
+      return at::from_blob(data, t.shape, [owner](void*) {}, at::kBFloat16);
+    }
+    at::Tensor out = at::empty(t.shape, at::kBFloat16);
+    std::memcpy(out.data_ptr(), t.data, t.nbytes);
+    return out;
+  }
   if (t.dtype == DType::kF32 && t.numel() > 0 &&
       reinterpret_cast<uintptr_t>(t.data) % alignof(float) == 0) {
     // ATen's API takes a mutable pointer; nothing writes to weights, and the
@@ -104,19 +114,37 @@ bool WeightLoader::HasUnprefixed(const std::string& name) const {
 absl::StatusOr<at::Tensor> WeightLoader::Get(const std::string& name,
                                              const std::vector<int64_t>& shape,
                                              const std::string& origin) const {
-  return Fetch(prefixes_, name, shape, origin);
+  return Fetch(prefixes_, name, shape, origin, false);
 }
 
 absl::StatusOr<at::Tensor> WeightLoader::GetUnprefixed(const std::string& name,
                                                        const std::vector<int64_t>& shape,
                                                        const std::string& origin) const {
-  return Fetch({""}, name, shape, origin);
+  return Fetch({""}, name, shape, origin, false);
+}
+
+absl::StatusOr<at::Tensor> WeightLoader::GetStored(const std::string& name,
+                                                   const std::vector<int64_t>& shape,
+                                                   const std::string& origin) const {
+  return Fetch(prefixes_, name, shape, origin, true);
+}
+
+absl::StatusOr<at::Tensor> WeightLoader::GetUnprefixedStored(const std::string& name,
+                                                             const std::vector<int64_t>& shape,
+                                                             const std::string& origin) const {
+  return Fetch({""}, name, shape, origin, true);
+}
+
+void WeightLoader::ReleaseIfMapped(const at::Tensor& t) const {
+  if (!t.defined() || t.numel() == 0) return;
+  owner_->DropPages(t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size());
 }
 
 absl::StatusOr<at::Tensor> WeightLoader::Fetch(const std::vector<std::string>& prefixes,
                                                const std::string& name,
                                                const std::vector<int64_t>& shape,
-                                               const std::string& origin) const {
+                                               const std::string& origin,
+                                               bool keep_bf16) const {
   std::string full_name;
   const TensorRef* ref = Lookup(prefixes, name, &full_name);
   if (ref == nullptr) {
@@ -131,7 +159,7 @@ absl::StatusOr<at::Tensor> WeightLoader::Fetch(const std::vector<std::string>& p
         ShapeString(ref->shape), " but config.json implies ", ShapeString(shape), " (", origin,
         ")"));
   }
-  absl::StatusOr<at::Tensor> out = ToFloatTensor(*ref, owner_);
+  absl::StatusOr<at::Tensor> out = ToFloatTensor(*ref, owner_, keep_bf16);
   // A converted tensor no longer reads its source: the source's pages of
   // the mapping are let go (a clean file page, faulted back in if read
   // again), so that an F16 or BF16 checkpoint is not held beside its float32

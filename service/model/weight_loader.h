@@ -1,6 +1,7 @@
 // Internal to the model library (includes ATen): fetches checkpoint tensors
-// by name as float32 at::Tensors, checking their shapes against the config.
-// F32 tensors are used straight from the memory-mapped file (no copy): such
+// by name as float32 at::Tensors (or BF16 ones as stored, GetStored),
+// checking their shapes against the config. F32 tensors (and stored BF16
+// ones) are used straight from the memory-mapped file (no copy): such
 // tensors are read-only (writing to them faults) and keep the checkpoint's
 // mapping alive.
 #pragma once
@@ -34,6 +35,21 @@ class WeightLoader {
   absl::StatusOr<at::Tensor> Get(const std::string& name, const std::vector<int64_t>& shape,
                                  const std::string& origin) const;
 
+  // As Get, except that a BF16 tensor comes as a bfloat16 tensor, as stored:
+  // a read-only view of the mapped file where its data is 2-byte aligned,
+  // else a copy. For the matrices of the products, which are packed or
+  // widened to float32 just before each product: a BF16 checkpoint's
+  // weights are then held once, at two bytes each.
+  absl::StatusOr<at::Tensor> GetStored(const std::string& name, const std::vector<int64_t>& shape,
+                                       const std::string& origin) const;
+  absl::StatusOr<at::Tensor> GetUnprefixedStored(const std::string& name,
+                                                 const std::vector<int64_t>& shape,
+                                                 const std::string& origin) const;
+
+  // Lets the checkpoint's pages under `t` go if `t` is a view of the mapped
+  // file (after copying it, e.g. into a fused matrix); nothing otherwise.
+  void ReleaseIfMapped(const at::Tensor& t) const;
+
   // True if the checkpoint holds `name` under one of the prefixes.
   bool Has(const std::string& name) const;
 
@@ -48,7 +64,7 @@ class WeightLoader {
                           std::string* full_name) const;
   absl::StatusOr<at::Tensor> Fetch(const std::vector<std::string>& prefixes,
                                    const std::string& name, const std::vector<int64_t>& shape,
-                                   const std::string& origin) const;
+                                   const std::string& origin, bool keep_bf16) const;
   std::shared_ptr<const SafetensorsCheckpoint> owner_;
   const SafetensorsCheckpoint& checkpoint_;
   std::vector<std::string> prefixes_;

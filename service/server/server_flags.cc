@@ -26,8 +26,9 @@ and server reflection) and Prometheus metrics over HTTP.
                             sees a GPU, else cpu); cuda on a CPU-only build
                             exits 1 saying so
   --precision P             matrix products of requests that name none:
-                            float32 (default) or bf16 (bfloat16 operands,
-                            statistics in float32)
+                            float32 (default), bf16 (bfloat16 operands,
+                            statistics in float32) or auto (the checkpoint's
+                            dtype: bf16 for BF16 weights, else float32)
   --max-concurrent N        analyses/generations computing at once (default:
                             cores / threads, at least 1: more only makes the
                             forward passes fight over the cores)

@@ -174,7 +174,10 @@ TEST(PrecisionTest, NamesParseAndUnknownOnesAreRefusedClearly) {
   EXPECT_THAT(bad.status().message(), HasSubstr("'fp8'"));
   EXPECT_THAT(bad.status().message(), HasSubstr("float32"));
   EXPECT_THAT(bad.status().message(), HasSubstr("bf16"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("auto"));
   EXPECT_STREQ(model::PrecisionName(model::Precision::kBfloat16), "bf16");
+  EXPECT_EQ(*model::ParsePrecision("auto"), model::Precision::kAuto);
+  EXPECT_STREQ(model::PrecisionName(model::Precision::kAuto), "auto");
 }
 
 TEST(DeviceTest, CpuAndAutoLoadAndCudaIsRefusedOnACpuBuild) {

@@ -49,6 +49,7 @@ TEST(ComputeFlagsCliTest, UnknownValuesAreUsageErrors) {
   EXPECT_THAT(precision.err, HasSubstr("--precision 'fp8' is not supported"));
   EXPECT_THAT(precision.err, HasSubstr("float32"));
   EXPECT_THAT(precision.err, HasSubstr("bf16"));
+  EXPECT_THAT(precision.err, HasSubstr("auto"));
   const CliResult device = RunCli(Analyze({"--device", "tpu"}));
   EXPECT_EQ(device.exit_code, 2);
   EXPECT_THAT(device.err, HasSubstr("--device 'tpu' is not supported; use cpu, cuda or auto"));
@@ -83,6 +84,10 @@ TEST(ComputeFlagsCliTest, Bf16IsCloseToFloat32ButNotFloat32) {
   const nlohmann::json bf16 = StatsOf(RunCli(Analyze({"--precision", "bf16"})));
   std::string mismatch;  // float32 is the default
   EXPECT_EQ(test::MaxJsonDiff(f32, StatsOf(RunCli(Analyze({}))), &mismatch), 0.0) << mismatch;
+  // auto on an F32 checkpoint is float32 (model_test checks BF16 ones).
+  EXPECT_EQ(test::MaxJsonDiff(f32, StatsOf(RunCli(Analyze({"--precision", "auto"}))), &mismatch),
+            0.0)
+      << mismatch;
   const double next = test::MaxJsonDiff(bf16["next_token_entropy_nats"],
                                         f32["next_token_entropy_nats"]);
   const double sinks = test::MaxJsonDiff(bf16["sink_score"], f32["sink_score"]);

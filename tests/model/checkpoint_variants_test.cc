@@ -93,11 +93,15 @@ class CheckpointVariantsTest : public ::testing::TestWithParam<std::string> {
   FullRecorder Run(const std::string& dir) const {
     auto m = LoadLanguageModel(dir);
     EXPECT_TRUE(m.ok()) << m.status();
+    if (!m.ok()) return FullRecorder(ref_.attention_shape[0], ref_.attention_shape[1], kEverything);
+    return Run(**m, Precision::kFloat32);
+  }
+  FullRecorder Run(const LanguageModel& model, Precision precision) const {
     FullRecorder rec(ref_.attention_shape[0], ref_.attention_shape[1], kEverything);
-    if (m.ok()) {
-      const absl::Status s = (*m)->Forward({ref_.input_ids}, {}, {&rec});
-      EXPECT_TRUE(s.ok()) << s;
-    }
+    ForwardOptions options;
+    options.precision = precision;
+    const absl::Status s = model.Forward({ref_.input_ids}, options, {&rec});
+    EXPECT_TRUE(s.ok()) << s;
     return rec;
   }
   static void ExpectIdentical(const FullRecorder& a, const FullRecorder& b) {
@@ -126,6 +130,43 @@ TEST_P(CheckpointVariantsTest, HalfPrecisionCheckpointsComputeInFloat32) {
     // Rounding the weights moves the output, but not far.
     EXPECT_LE(testing::MaxAbsDiff(a.logits(), ref_.logits), 0.5) << DTypeName(dtype);
   }
+}
+
+// A BF16 checkpoint is held once, as stored, in either precision: its
+// float32 passes widen each matrix just before its product and equal those
+// of an F32 checkpoint holding the same values bit for bit; its bfloat16
+// passes multiply the stored matrices and equal the F32 checkpoint's
+// bfloat16 passes, which need a bfloat16 copy of every matrix.
+TEST_P(CheckpointVariantsTest, Bf16CheckpointIsHeldOnceInEveryPrecision) {
+  Tensors low, widened;
+  for (const auto& [name, t] : tensors_) {
+    auto [l, w] = Rounded(t, DType::kBF16);
+    low[name] = l;
+    widened[name] = w;
+  }
+  ScratchDir low_dir, wide_dir;
+  Write(low_dir, low);
+  Write(wide_dir, widened);
+  auto bf16 = LoadLanguageModel(low_dir.str());
+  auto f32 = LoadLanguageModel(wide_dir.str());
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  const int64_t held = (*bf16)->weight_bytes(), held_f32 = (*f32)->weight_bytes();
+  ASSERT_GT(held, 0);
+  // Two bytes a weight against four (norms and biases stay float32; the
+  // packed layouts pad rows alike in both).
+  EXPECT_LE(held, held_f32 * 6 / 10) << "BF16 " << held << " bytes, F32 " << held_f32;
+
+  ExpectIdentical(Run(**bf16, Precision::kBfloat16), Run(**f32, Precision::kBfloat16));
+  ExpectIdentical(Run(**bf16, Precision::kFloat32), Run(**f32, Precision::kFloat32));
+  EXPECT_EQ((*bf16)->weight_bytes(), held) << "a pass made a second copy of the BF16 weights";
+  // auto: the checkpoint's own dtype.
+  EXPECT_EQ((*bf16)->stored_precision(), Precision::kBfloat16);
+  EXPECT_EQ((*f32)->stored_precision(), Precision::kFloat32);
+  ExpectIdentical(Run(**bf16, Precision::kAuto), Run(**bf16, Precision::kBfloat16));
+  ExpectIdentical(Run(**f32, Precision::kAuto), Run(**f32, Precision::kFloat32));
+  // The F32 checkpoint's bfloat16 pass made its bfloat16 copies.
+  EXPECT_GT((*f32)->weight_bytes(), held_f32);
 }
 
 TEST_P(CheckpointVariantsTest, ShardedCheckpointEqualsOneFile) {

@@ -224,10 +224,100 @@ TEST(PackedMatrix, GatherRowsReturnsTheRowsExactly) {
     const int64_t bad[] = {1000};
     EXPECT_THROW(packed->GatherRows(bad, 1, rows.data()), std::out_of_range);
   }
-  const auto bf16 = MakeMatrix(10, 16, false, 12).Pack(PackedType::kBfloat16);
+  // A bfloat16 matrix gives its rows widened: the rounded values, exactly.
+  const Matrix small = MakeMatrix(10, 16, false, 12);
+  const auto bf16 = small.Pack(PackedType::kBfloat16);
   const int64_t one[] = {1};
   std::vector<float> row(16);
-  EXPECT_THROW(bf16->GatherRows(one, 1, row.data()), std::logic_error);
+  bf16->GatherRows(one, 1, row.data());
+  for (int64_t j = 0; j < 16; ++j) EXPECT_EQ(row[j], RoundBf16(small.at(1, j))) << j;
+}
+
+// A bfloat16 source (a checkpoint's BF16 matrix, possibly transposed) of
+// `rows` x `k`, and the same values widened to float32.
+struct Bf16Source {
+  std::vector<uint16_t> bits;
+  Matrix widened;
+};
+Bf16Source MakeBf16Source(int64_t n, int64_t k, bool stored_transposed, uint32_t seed) {
+  Bf16Source s{{}, MakeMatrix(n, k, stored_transposed, seed)};
+  s.bits.resize(s.widened.w.size());
+  for (size_t i = 0; i < s.bits.size(); ++i) {
+    s.widened.w[i] = RoundBf16(s.widened.w[i]);
+    uint32_t u;
+    std::memcpy(&u, &s.widened.w[i], sizeof u);
+    s.bits[i] = static_cast<uint16_t>(u >> 16);
+  }
+  return s;
+}
+
+// A bfloat16 matrix larger than one chunk (a real model's head or MLP) is
+// stored once, in chunks of rows; its float32 products widen one chunk at a
+// time and equal, bit for bit, the products of a float32 packing of the same
+// values; its bfloat16 products equal those of the float32 packing converted.
+TEST(PackedMatrix, ChunkedBfloat16StorageComputesExactlyAsFloat32) {
+  const int64_t k = 2048;
+  const int64_t n = 2 * PackedMatrix::kChunkFloatBytes / (4 * k) + 333;  // three chunks
+  for (bool stored_transposed : {false, true}) {
+    SCOPED_TRACE(stored_transposed ? "stored (k, n)" : "stored (n, k)");
+    const Bf16Source source = MakeBf16Source(n, k, stored_transposed, 21);
+    const auto stored =
+        stored_transposed
+            ? PackedMatrix::Pack(source.bits.data(), PackedType::kBfloat16, n, k, 1, n,
+                                 PackedType::kBfloat16)
+            : PackedMatrix::Pack(source.bits.data(), PackedType::kBfloat16, n, k, k, 1,
+                                 PackedType::kBfloat16);
+    const auto f32 = source.widened.Pack(PackedType::kFloat32);
+    EXPECT_EQ(stored->type(), PackedType::kBfloat16);
+    EXPECT_EQ(stored->chunks(), 3);
+    EXPECT_EQ(f32->chunks(), 1);
+    // Stored once, at two bytes a weight (oneDNN pads each chunk's rows to
+    // its block of 64).
+    EXPECT_LE(stored->bytes(), static_cast<size_t>((n + 64 * stored->chunks()) * k * 2));
+    for (int64_t m : {1, 37}) {
+      const int64_t ldx = k + 5;
+      const std::vector<float> x = Random(m * ldx, 22), bias = Random(n, 23);
+      std::vector<float> wide(m * n, -1), exact(m * n, -2);
+      stored->Multiply(x.data(), m, ldx, bias.data(), wide.data(), n, Epilogue::kSilu,
+                       Operands::kFloat32);
+      f32->Multiply(x.data(), m, ldx, bias.data(), exact.data(), n, Epilogue::kSilu);
+      int mismatches = 0;
+      for (size_t i = 0; i < wide.size(); ++i) {
+        if (!(wide[i] == exact[i]) && ++mismatches <= 3) {
+          ADD_FAILURE() << "m = " << m << ", entry " << i << ": " << wide[i] << " widened, "
+                        << exact[i] << " from float32";
+        }
+      }
+      std::vector<float> low(m * n, -1), converted(m * n, -2);
+      stored->Multiply(x.data(), m, ldx, bias.data(), low.data(), n);
+      f32->Converted(PackedType::kBfloat16)
+          ->Multiply(x.data(), m, ldx, bias.data(), converted.data(), n);
+      mismatches = 0;
+      for (size_t i = 0; i < low.size(); ++i) {
+        if (!(low[i] == converted[i]) && ++mismatches <= 3) {
+          ADD_FAILURE() << "m = " << m << ", entry " << i << ": " << low[i] << " stored, "
+                        << converted[i] << " converted";
+        }
+      }
+    }
+    // Rows from every chunk, widened exactly; and back to one float32 packing.
+    const std::vector<int64_t> ids = {0, n - 1, n / 3, n / 2, 2 * n / 3 + 1};
+    std::vector<float> rows(ids.size() * k);
+    stored->GatherRows(ids.data(), static_cast<int64_t>(ids.size()), rows.data());
+    for (size_t r = 0; r < ids.size(); ++r) {
+      for (int64_t j = 0; j < k; ++j) {
+        ASSERT_EQ(rows[r * k + j], source.widened.at(ids[r], j)) << "row " << ids[r];
+      }
+    }
+    const auto back = stored->Converted(PackedType::kFloat32);
+    EXPECT_EQ(back->chunks(), 1);
+    back->GatherRows(ids.data(), static_cast<int64_t>(ids.size()), rows.data());
+    for (size_t r = 0; r < ids.size(); ++r) {
+      for (int64_t j = 0; j < k; ++j) {
+        ASSERT_EQ(rows[r * k + j], source.widened.at(ids[r], j)) << "row " << ids[r];
+      }
+    }
+  }
 }
 
 TEST(PackedMatrix, RefusesAStridedOutput) {
