@@ -152,7 +152,9 @@ at::Tensor DecoderModel::Embed(const at::Tensor& ids, const PassState& pass) con
   if (spec_.embedding_scale != 1.0) x = x * static_cast<float>(spec_.embedding_scale);
   if (w_.project_in.present()) x = Product(x, pass.weights->project_in, pass);
   if (w_.positions.defined()) {
-    x = x + w_.positions.narrow(0, past + spec_.position_offset, ids.size(1)).unsqueeze(0);
+    x = x + w_.positions.narrow(0, past + spec_.position_offset, ids.size(1))
+                .to(at::kFloat)
+                .unsqueeze(0);
   }
   return x;
 }

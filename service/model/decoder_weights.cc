@@ -151,9 +151,10 @@ absl::StatusOr<DecoderWeights> SpecReader::Globals() const {
   ATTNSCOPE_ASSIGN_OR_RETURN(w.embed, w_.GetStored(n_.embed + ".weight", {v, e}, embed_dims));
   if (s_.learned_positions) {
     const int64_t rows = c_.max_positions + s_.position_offset;
+    // As stored too: the rows a pass uses are widened when added.
     ATTNSCOPE_ASSIGN_OR_RETURN(
         w.positions,
-        w_.Get(n_.positions + ".weight", {rows, h},
+        w_.GetStored(n_.positions + ".weight", {rows, h},
                absl::StrCat("max_positions=", c_.max_positions, " + offset ", s_.position_offset,
                             ", hidden_size=", h)));
   }
@@ -296,7 +297,10 @@ at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at
   };
   if (weight.scalar_type() != at::kBFloat16) return at::linear(x, weight, optional(bias));
   const int64_t n = weight.size(0), k = weight.size(1);
-  const int64_t per = std::max<int64_t>(64, PackedMatrix::kChunkFloatBytes / (4 * k));
+  // Chunks of 16 MiB as float32: BLAS packs its operands again on every
+  // call, so fewer, larger calls than the packed path's cache-sized chunks.
+  constexpr int64_t kChunkBytes = int64_t{16} << 20;
+  const int64_t per = std::max<int64_t>(64, kChunkBytes / (4 * k));
   if (n <= per) return at::linear(x, weight.to(at::kFloat), optional(bias));
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = n;

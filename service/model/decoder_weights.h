@@ -103,8 +103,8 @@ at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Te
                         Epilogue epilogue, Operands operands);
 
 // y = x W^T (+ b) in float32 for an unpacked W: a bfloat16 W is widened to
-// float32 (exactly) in chunks of rows of at most PackedMatrix::kChunkFloatBytes
-// just before their products, so that no float32 copy of it is kept.
+// float32 (exactly) in chunks of rows of at most 16 MiB (as float32) just
+// before their products, so that no float32 copy of it is kept.
 at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 // activation(x W^T + b) in one product where `w` is packed (the activation

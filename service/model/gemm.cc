@@ -286,6 +286,24 @@ struct Chunk {
   dnnl::reorder widen;  // bfloat16 storage: packed bfloat16 -> packed float32
 };
 
+// Reorder primitives by (source, destination) layout, made once per
+// process: a primitive depends on the layouts only, not on the data, and a
+// model's chunks come in a few shapes (every full chunk of a matrix, and the
+// same matrices in every layer), while making one costs about a
+// millisecond, thousands of times over at load. oneDNN primitives may be
+// executed from several threads at once.
+dnnl::reorder CachedReorder(const memory::desc& from, const memory::desc& to) {
+  static std::mutex mu;
+  static std::vector<std::tuple<memory::desc, memory::desc, dnnl::reorder>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [f, t, r] : cache) {
+    if (f == from && t == to) return r;
+  }
+  dnnl::reorder r(dnnl::reorder::primitive_desc(Engine(), from, Engine(), to));
+  cache.emplace_back(from, to, r);
+  return r;
+}
+
 // The descriptors of a chunk of `rows` x k stored as `type`, and the
 // primitive that widens a bfloat16 one (made once: making it per product
 // cost as much as running it).
@@ -297,7 +315,7 @@ Chunk MakeChunk(int64_t row0, int64_t rows, int64_t k, PackedType type) {
   c.packed = memory(c.desc, Engine());
   if (type == PackedType::kBfloat16) {
     c.wide = PackedDesc(rows, k, PackedType::kFloat32);
-    c.widen = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), c.desc, Engine(), c.wide));
+    c.widen = CachedReorder(c.desc, c.wide);
   }
   return c;
 }
@@ -429,7 +447,7 @@ std::shared_ptr<const PackedMatrix> PackedMatrix::Pack(const void* w, PackedType
       const memory::desc from({k, rows}, DataType(source), Dims{stride_k, stride_n});
       const auto* base = static_cast<const uint8_t*>(w) + row0 * stride_n * ElementBytes(source);
       memory src(from, Engine(), const_cast<uint8_t*>(base));
-      dnnl::reorder(src, c.packed).execute(stream, src, c.packed);
+      CachedReorder(from, c.desc).execute(stream, src, c.packed);
       impl->chunks.push_back(std::move(c));
     }
     stream.wait();

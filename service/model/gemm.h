@@ -62,13 +62,16 @@ enum class Operands { kStored, kFloat32 };
 // product of the rounded operands up to the order of the sums.
 //
 // A bfloat16 matrix is stored in chunks of rows (each at most
-// kChunkFloatBytes once widened to float32), so that a float32 product widens
-// one chunk at a time into a bounded scratch instead of the whole matrix (a
-// 128K x 4096 head is 2 GiB as float32): the bfloat16 weights are the only
-// copy a bfloat16 checkpoint needs in either precision.
+// kChunkFloatBytes once widened to float32, at least 64 rows), so that a
+// float32 product widens one chunk at a time into a scratch that stays in
+// the core's cache instead of the whole matrix (a 128K x 4096 head is 2 GiB
+// as float32): the bfloat16 weights are the only copy a bfloat16 checkpoint
+// needs in either precision. Widening costs ~10% of a float32 product at
+// 512 rows, and is most of it for one row (a decoding step): see the
+// README's Precision section.
 class PackedMatrix {
  public:
-  static constexpr int64_t kChunkFloatBytes = int64_t{16} << 20;
+  static constexpr int64_t kChunkFloatBytes = int64_t{1} << 20;
 
   // W[i][j] at w[i * stride_n + j * stride_k]. Works on any x86-64 CPU
   // (the model packs only where ChosenGemmBackend() is kOneDnn); throws

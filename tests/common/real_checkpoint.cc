@@ -1,5 +1,7 @@
 #include "tests/common/real_checkpoint.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -75,6 +77,55 @@ const std::map<std::string, const char*>& Configs() {
   "rms_norm_eps": 1e-05, "rope_theta": 1000000.0, "sliding_window": null,
   "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.42.0.dev0",
   "use_cache": true, "vocab_size": 32768})"},
+      {"Qwen3-8B", R"({
+  "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+  "hidden_size": 4096, "initializer_range": 0.02, "intermediate_size": 12288,
+  "max_position_embeddings": 40960, "max_window_layers": 36, "model_type": "qwen3",
+  "num_attention_heads": 32, "num_hidden_layers": 36, "num_key_value_heads": 8,
+  "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000, "sliding_window": null,
+  "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.51.0",
+  "use_cache": true, "use_sliding_window": false, "vocab_size": 151936})"},
+      {"Gemma-2-2B", R"({
+  "architectures": ["Gemma2ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "attn_logit_softcapping": 50.0, "bos_token_id": 2, "cache_implementation": "hybrid",
+  "eos_token_id": 1, "final_logit_softcapping": 30.0, "head_dim": 256,
+  "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+  "hidden_size": 2304, "initializer_range": 0.02, "intermediate_size": 9216,
+  "max_position_embeddings": 8192, "model_type": "gemma2", "num_attention_heads": 8,
+  "num_hidden_layers": 26, "num_key_value_heads": 4, "pad_token_id": 0,
+  "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_theta": 10000.0,
+  "sliding_window": 4096, "torch_dtype": "float32", "transformers_version": "4.42.4",
+  "use_cache": true, "vocab_size": 256000})"},
+      {"Phi-3-mini-4k", R"({
+  "architectures": ["Phi3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+  "auto_map": {"AutoConfig": "configuration_phi3.Phi3Config",
+               "AutoModelForCausalLM": "modeling_phi3.Phi3ForCausalLM"},
+  "bos_token_id": 1, "embd_pdrop": 0.0, "eos_token_id": 32000, "hidden_act": "silu",
+  "hidden_size": 3072, "initializer_range": 0.02, "intermediate_size": 8192,
+  "max_position_embeddings": 4096, "model_type": "phi3", "num_attention_heads": 32,
+  "num_hidden_layers": 32, "num_key_value_heads": 32, "original_max_position_embeddings": 4096,
+  "pad_token_id": 32000, "resid_pdrop": 0.0, "rms_norm_eps": 1e-05, "rope_scaling": null,
+  "rope_theta": 10000.0, "sliding_window": 2047, "tie_word_embeddings": false,
+  "torch_dtype": "bfloat16", "transformers_version": "4.40.2", "use_cache": true,
+  "vocab_size": 32064})"},
+      {"Pythia-1B", R"({
+  "architectures": ["GPTNeoXForCausalLM"], "bos_token_id": 0, "eos_token_id": 0,
+  "hidden_act": "gelu", "hidden_size": 2048, "initializer_range": 0.02,
+  "intermediate_size": 8192, "layer_norm_eps": 1e-05, "max_position_embeddings": 2048,
+  "model_type": "gpt_neox", "num_attention_heads": 8, "num_hidden_layers": 16,
+  "rotary_emb_base": 10000, "rotary_pct": 0.25, "tie_word_embeddings": false,
+  "torch_dtype": "float16", "transformers_version": "4.24.0", "use_cache": true,
+  "use_parallel_residual": true, "vocab_size": 50304})"},
+      {"OPT-1.3B", R"({
+  "_name_or_path": "facebook/opt-1.3b", "activation_dropout": 0.0,
+  "activation_function": "relu", "architectures": ["OPTForCausalLM"], "attention_dropout": 0.0,
+  "bos_token_id": 2, "do_layer_norm_before": true, "dropout": 0.1, "eos_token_id": 2,
+  "ffn_dim": 8192, "hidden_size": 2048, "init_std": 0.02, "layerdrop": 0.0,
+  "max_position_embeddings": 2048, "model_type": "opt", "num_attention_heads": 32,
+  "num_hidden_layers": 24, "pad_token_id": 1, "prefix": "</s>", "torch_dtype": "float16",
+  "transformers_version": "4.21.0.dev0", "use_cache": true, "vocab_size": 50272,
+  "word_embed_proj_dim": 2048})"},
   };
   return configs;
 }
@@ -91,25 +142,27 @@ struct Spec {
 };
 
 // The tensors Hugging Face saves for a Llama-like family (llama, mistral,
-// qwen2 with its q/k/v biases, qwen3 with its q/k norms).
-std::vector<Spec> LlamaLikeTensors(const json& c, int64_t layers, std::string* error) {
-  const std::string type = c.value("model_type", "");
-  if (type != "llama" && type != "mistral" && type != "qwen2" && type != "qwen3") {
-    *error = "no tensor list for model_type " + type;
-    return {};
-  }
+// qwen2 with its q/k/v biases, qwen3 with its q/k norms, gemma2 with its
+// four norms per layer, phi3 with fused qkv and gate_up projections).
+std::vector<Spec> LlamaLikeTensors(const json& c, const std::string& type, int64_t layers) {
   const int64_t h = c["hidden_size"], inner = c["intermediate_size"], v = c["vocab_size"];
   const int64_t heads = c["num_attention_heads"], kv = c["num_key_value_heads"];
   const int64_t d = c.contains("head_dim") && c["head_dim"].is_number() ? c["head_dim"].get<int64_t>()
                                                                           : h / heads;
   const bool qkv_bias = type == "qwen2" || c.value("attention_bias", false);
+  // Gemma ties its head unless told otherwise; the others say so.
+  const bool tied = c.value("tie_word_embeddings", type == "gemma2");
   std::vector<Spec> t = {{"model.embed_tokens.weight", {v, h}, Spec::kMatrix}};
   for (int64_t i = 0; i < layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     t.push_back({p + "input_layernorm.weight", {h}, Spec::kOnes});
-    t.push_back({p + "self_attn.q_proj.weight", {heads * d, h}, Spec::kMatrix});
-    t.push_back({p + "self_attn.k_proj.weight", {kv * d, h}, Spec::kMatrix});
-    t.push_back({p + "self_attn.v_proj.weight", {kv * d, h}, Spec::kMatrix});
+    if (type == "phi3") {
+      t.push_back({p + "self_attn.qkv_proj.weight", {(heads + 2 * kv) * d, h}, Spec::kMatrix});
+    } else {
+      t.push_back({p + "self_attn.q_proj.weight", {heads * d, h}, Spec::kMatrix});
+      t.push_back({p + "self_attn.k_proj.weight", {kv * d, h}, Spec::kMatrix});
+      t.push_back({p + "self_attn.v_proj.weight", {kv * d, h}, Spec::kMatrix});
+    }
     if (qkv_bias) {
       t.push_back({p + "self_attn.q_proj.bias", {heads * d}, Spec::kBias});
       t.push_back({p + "self_attn.k_proj.bias", {kv * d}, Spec::kBias});
@@ -121,16 +174,90 @@ std::vector<Spec> LlamaLikeTensors(const json& c, int64_t layers, std::string* e
     }
     t.push_back({p + "self_attn.o_proj.weight", {h, heads * d}, Spec::kMatrix});
     t.push_back({p + "post_attention_layernorm.weight", {h}, Spec::kOnes});
-    t.push_back({p + "mlp.gate_proj.weight", {inner, h}, Spec::kMatrix});
-    t.push_back({p + "mlp.up_proj.weight", {inner, h}, Spec::kMatrix});
+    if (type == "gemma2") {
+      t.push_back({p + "pre_feedforward_layernorm.weight", {h}, Spec::kOnes});
+      t.push_back({p + "post_feedforward_layernorm.weight", {h}, Spec::kOnes});
+    }
+    if (type == "phi3") {
+      t.push_back({p + "mlp.gate_up_proj.weight", {2 * inner, h}, Spec::kMatrix});
+    } else {
+      t.push_back({p + "mlp.gate_proj.weight", {inner, h}, Spec::kMatrix});
+      t.push_back({p + "mlp.up_proj.weight", {inner, h}, Spec::kMatrix});
+    }
     t.push_back({p + "mlp.down_proj.weight", {h, inner}, Spec::kMatrix});
   }
   t.push_back({"model.norm.weight", {h}, Spec::kOnes});
-  if (!c.value("tie_word_embeddings", false)) t.push_back({"lm_head.weight", {v, h}, Spec::kMatrix});
+  if (!tied) t.push_back({"lm_head.weight", {v, h}, Spec::kMatrix});
   return t;
 }
 
-// bfloat16 bits of f (truncated: the values are random anyway).
+// GPT-NeoX (Pythia): fused per-head query_key_value, biases everywhere,
+// LayerNorm with bias, an untied embed_out.
+std::vector<Spec> GptNeoxTensors(const json& c, int64_t layers) {
+  const int64_t h = c["hidden_size"], inner = c["intermediate_size"], v = c["vocab_size"];
+  std::vector<Spec> t = {{"gpt_neox.embed_in.weight", {v, h}, Spec::kMatrix}};
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string p = "gpt_neox.layers." + std::to_string(i) + ".";
+    for (const char* norm : {"input_layernorm", "post_attention_layernorm"}) {
+      t.push_back({p + norm + ".weight", {h}, Spec::kOnes});
+      t.push_back({p + norm + ".bias", {h}, Spec::kBias});
+    }
+    t.push_back({p + "attention.query_key_value.weight", {3 * h, h}, Spec::kMatrix});
+    t.push_back({p + "attention.query_key_value.bias", {3 * h}, Spec::kBias});
+    t.push_back({p + "attention.dense.weight", {h, h}, Spec::kMatrix});
+    t.push_back({p + "attention.dense.bias", {h}, Spec::kBias});
+    t.push_back({p + "mlp.dense_h_to_4h.weight", {inner, h}, Spec::kMatrix});
+    t.push_back({p + "mlp.dense_h_to_4h.bias", {inner}, Spec::kBias});
+    t.push_back({p + "mlp.dense_4h_to_h.weight", {h, inner}, Spec::kMatrix});
+    t.push_back({p + "mlp.dense_4h_to_h.bias", {h}, Spec::kBias});
+  }
+  t.push_back({"gpt_neox.final_layer_norm.weight", {h}, Spec::kOnes});
+  t.push_back({"gpt_neox.final_layer_norm.bias", {h}, Spec::kBias});
+  if (!c.value("tie_word_embeddings", false)) t.push_back({"embed_out.weight", {v, h}, Spec::kMatrix});
+  return t;
+}
+
+// OPT: learned positions with an offset of 2, biases everywhere, the head
+// tied to the token embedding (save_pretrained writes no lm_head).
+std::vector<Spec> OptTensors(const json& c, int64_t layers) {
+  const int64_t h = c["hidden_size"], ffn = c["ffn_dim"], v = c["vocab_size"];
+  const int64_t positions = c["max_position_embeddings"].get<int64_t>() + 2;
+  std::vector<Spec> t = {{"model.decoder.embed_tokens.weight", {v, h}, Spec::kMatrix},
+                         {"model.decoder.embed_positions.weight", {positions, h}, Spec::kMatrix}};
+  for (int64_t i = 0; i < layers; ++i) {
+    const std::string p = "model.decoder.layers." + std::to_string(i) + ".";
+    for (const char* proj : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
+      t.push_back({p + "self_attn." + proj + ".weight", {h, h}, Spec::kMatrix});
+      t.push_back({p + "self_attn." + proj + ".bias", {h}, Spec::kBias});
+    }
+    for (const char* norm : {"self_attn_layer_norm", "final_layer_norm"}) {
+      t.push_back({p + norm + ".weight", {h}, Spec::kOnes});
+      t.push_back({p + norm + ".bias", {h}, Spec::kBias});
+    }
+    t.push_back({p + "fc1.weight", {ffn, h}, Spec::kMatrix});
+    t.push_back({p + "fc1.bias", {ffn}, Spec::kBias});
+    t.push_back({p + "fc2.weight", {h, ffn}, Spec::kMatrix});
+    t.push_back({p + "fc2.bias", {h}, Spec::kBias});
+  }
+  t.push_back({"model.decoder.final_layer_norm.weight", {h}, Spec::kOnes});
+  t.push_back({"model.decoder.final_layer_norm.bias", {h}, Spec::kBias});
+  return t;
+}
+
+// The tensors of `c`'s family with `layers` layers; empty (with `error`)
+// for a family this file has no list for.
+std::vector<Spec> ModelTensors(const json& c, int64_t layers, std::string* error) {
+  const std::string type = c.value("model_type", "");
+  if (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" ||
+      type == "gemma2" || type == "phi3") {
+    return LlamaLikeTensors(c, type, layers);
+  }
+  if (type == "gpt_neox") return GptNeoxTensors(c, layers);
+  if (type == "opt") return OptTensors(c, layers);
+  *error = "no tensor list for model_type " + type;
+  return {};
+}
+
 uint16_t Bf16Bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
@@ -138,7 +265,8 @@ uint16_t Bf16Bits(float f) {
 }
 
 // Streams the tensors into one safetensors file.
-bool WriteFile(const std::string& path, const std::vector<const Spec*>& tensors, uint64_t& state) {
+bool WriteFile(const std::string& path, const std::vector<const Spec*>& tensors, uint64_t& state,
+               bool sparse) {
   json header = {{"__metadata__", {{"format", "pt"}}}};
   int64_t offset = 0;
   for (const Spec* s : tensors) {
@@ -156,6 +284,10 @@ bool WriteFile(const std::string& path, const std::vector<const Spec*>& tensors,
   const uint64_t length = text.size();
   std::fwrite(&length, 8, 1, f.get());  // little-endian on x86-64
   std::fwrite(text.data(), 1, text.size(), f.get());
+  if (sparse) {
+    return std::fflush(f.get()) == 0 &&
+           ftruncate(fileno(f.get()), static_cast<off_t>(8 + text.size() + offset)) == 0;
+  }
   // Uniform on [-a, a] with a = 0.02 sqrt(3): std 0.02.
   const float a = 0.02f * std::sqrt(3.0f);
   std::vector<uint16_t> buffer(1 << 20);
@@ -206,7 +338,7 @@ int64_t WriteRealCheckpoint(const std::string& model, const std::string& dir,
   if (options.layers > 0) config["num_hidden_layers"] = options.layers;
   std::string error;
   const std::vector<Spec> tensors =
-      LlamaLikeTensors(config, config["num_hidden_layers"].get<int64_t>(), &error);
+      ModelTensors(config, config["num_hidden_layers"].get<int64_t>(), &error);
   if (tensors.empty()) {
     std::fprintf(stderr, "%s: %s\n", model.c_str(), error.c_str());
     return -1;
@@ -227,13 +359,13 @@ int64_t WriteRealCheckpoint(const std::string& model, const std::string& dir,
   }
   uint64_t state = 0x9E3779B97F4A7C15ull ^ options.seed;
   if (shards.size() == 1) {
-    return WriteFile(dir + "/model.safetensors", shards[0], state) ? total : -1;
+    return WriteFile(dir + "/model.safetensors", shards[0], state, options.sparse) ? total : -1;
   }
   json index = {{"metadata", {{"total_size", total}}}, {"weight_map", json::object()}};
   for (size_t i = 0; i < shards.size(); ++i) {
     char name[64];
     std::snprintf(name, sizeof(name), "model-%05zu-of-%05zu.safetensors", i + 1, shards.size());
-    if (!WriteFile(dir + "/" + name, shards[i], state)) return -1;
+    if (!WriteFile(dir + "/" + name, shards[i], state, options.sparse)) return -1;
     for (const Spec* s : shards[i]) index["weight_map"][s->name] = name;
   }
   std::ofstream(dir + "/model.safetensors.index.json") << index.dump(2) << "\n";

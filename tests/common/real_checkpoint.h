@@ -21,6 +21,10 @@ struct RealCheckpointOptions {
   int64_t layers = 0;      // 0: the config's num_hidden_layers; else fewer
   int64_t shard_bytes = 0;  // 0: one model.safetensors; else shards of about this size
   uint64_t seed = 1;
+  // Only the headers are written; each file is then extended to its full
+  // size as a hole (no disk blocks), so its weights read as zeros: for tests
+  // of what must not read the weights (a 16 GB checkpoint costs nothing).
+  bool sparse = false;
 };
 
 // Writes config.json (num_hidden_layers replaced when options.layers > 0)

@@ -257,7 +257,7 @@ Bf16Source MakeBf16Source(int64_t n, int64_t k, bool stored_transposed, uint32_t
 // values; its bfloat16 products equal those of the float32 packing converted.
 TEST(PackedMatrix, ChunkedBfloat16StorageComputesExactlyAsFloat32) {
   const int64_t k = 2048;
-  const int64_t n = 2 * PackedMatrix::kChunkFloatBytes / (4 * k) + 333;  // three chunks
+  const int64_t n = 2 * (PackedMatrix::kChunkFloatBytes / (4 * k)) + 33;  // three chunks
   for (bool stored_transposed : {false, true}) {
     SCOPED_TRACE(stored_transposed ? "stored (k, n)" : "stored (n, k)");
     const Bf16Source source = MakeBf16Source(n, k, stored_transposed, 21);

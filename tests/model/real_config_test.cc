@@ -1,5 +1,6 @@
-// The released models' own config.json at their real width, heads, head_dim
-// and vocabulary, with one layer and random BF16 weights written at test
+// The released models' own config.json (seven families, vocabularies of
+// 32K to 256K, head_dim 64 to 256) at their real width, heads, head_dim and
+// vocabulary, with one layer and random BF16 weights written at test
 // time (tests/common/real_checkpoint.h): each loads with every key it has,
 // holds its weights once at two bytes each, and runs a short prompt in
 // float32, bf16 and auto with finite outputs of the right shapes and
@@ -48,9 +49,13 @@ TEST_P(RealConfigTest, LoadsHoldsItsBf16WeightsOnceAndRunsInEveryPrecision) {
   EXPECT_EQ(c.hidden_size, config["hidden_size"].get<int64_t>());
   EXPECT_EQ(c.vocab_size, config["vocab_size"].get<int64_t>());
   EXPECT_EQ(c.num_heads, config["num_attention_heads"].get<int64_t>());
-  EXPECT_EQ(c.num_kv_heads, config["num_key_value_heads"].get<int64_t>());
+  // GPT-NeoX and OPT have no key/value heads of their own.
+  EXPECT_EQ(c.num_kv_heads,
+            config.value("num_key_value_heads", config["num_attention_heads"].get<int64_t>()));
   EXPECT_EQ(c.num_layers, 1);
-  if (config.contains("head_dim")) EXPECT_EQ(c.head_dim, config["head_dim"].get<int64_t>());
+  if (config.contains("head_dim")) {
+    EXPECT_EQ(c.head_dim, config["head_dim"].get<int64_t>());
+  }
   EXPECT_EQ(m.stored_precision(), Precision::kBfloat16);
 
   // Held once: the packed bfloat16 weights are the file's size (norms, in
@@ -94,8 +99,10 @@ TEST_P(RealConfigTest, LoadsHoldsItsBf16WeightsOnceAndRunsInEveryPrecision) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Released, RealConfigTest,
-                         ::testing::Values("Qwen2.5-0.5B", "Qwen2.5-7B", "Qwen3-0.6B",
-                                           "Llama-3.2-1B", "Llama-3.1-8B", "Mistral-7B-v0.3"),
+                         ::testing::Values("Qwen2.5-0.5B", "Qwen2.5-7B", "Qwen3-0.6B", "Qwen3-8B",
+                                           "Llama-3.2-1B", "Llama-3.1-8B", "Mistral-7B-v0.3",
+                                           "Gemma-2-2B", "Phi-3-mini-4k", "Pythia-1B",
+                                           "OPT-1.3B"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name;
                            for (char ch : info.param) name += std::isalnum(ch) ? ch : '_';
