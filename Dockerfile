@@ -32,9 +32,10 @@ COPY client client
 RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DATTNSCOPE_BUILD_TESTS=OFF -DATTNSCOPE_BUILD_BENCH=OFF \
  && cmake --build build --target attnscope-server attnscope -- -j "${JOBS}" \
- && strip build/bin/attnscope-server build/bin/attnscope
+ && strip build/bin/attnscope-server build/bin/attnscope build/bin/attnscope-engine
 COPY deploy/image/runtime-packages.sh /usr/local/bin/
-RUN runtime-packages.sh build/bin/attnscope-server build/bin/attnscope > /runtime-packages.txt \
+RUN runtime-packages.sh build/bin/attnscope-server build/bin/attnscope build/bin/attnscope-engine \
+      > /runtime-packages.txt \
  && cat /runtime-packages.txt
 
 FROM ${BASE_IMAGE}
@@ -47,7 +48,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt \
  && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin attnscope \
  && mkdir -p /models
-COPY --from=build /src/build/bin/attnscope-server /src/build/bin/attnscope /usr/local/bin/
+# attnscope runs attnscope-engine from its own directory.
+COPY --from=build /src/build/bin/attnscope-server /src/build/bin/attnscope \
+     /src/build/bin/attnscope-engine /usr/local/bin/
 COPY models/tiny-gpt2 /opt/attnscope/models/tiny-gpt2
 COPY deploy/image/entrypoint.sh /usr/local/bin/attnscope-entrypoint
 # The bundled model is the default model; more are mounted under /models.

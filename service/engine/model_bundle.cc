@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "service/core/status_macros.h"
+#include "service/model/default_model.h"
 #include "service/tokenizer/sentencepiece_tokenizer.h"
 
 namespace attnscope::engine {
@@ -81,11 +82,6 @@ absl::StatusOr<std::unique_ptr<ModelBundle>> LoadTokenizerBundle(const std::stri
   return bundle;
 }
 
-std::string DefaultModelDirectory() {
-  if (const char* env = std::getenv("ATTNSCOPE_MODEL_DIR"); env != nullptr && *env != '\0') {
-    return env;
-  }
-  return ATTNSCOPE_DEFAULT_MODEL_DIR;
-}
+std::string DefaultModelDirectory() { return model::DefaultModelDirectory(); }
 
 }  // namespace attnscope::engine

@@ -6,8 +6,8 @@
 
 namespace attnscope::rpc {
 
-ModelDescription DescribeModel(const std::string& name, const engine::ModelBundle& bundle) {
-  const model::ModelConfig& c = bundle.config();
+ModelDescription DescribeModel(const std::string& name, const model::ModelConfig& c,
+                               bool has_tokenizer) {
   ModelDescription d;
   d.name = name;
   d.architecture = c.model_type;
@@ -18,7 +18,7 @@ ModelDescription DescribeModel(const std::string& name, const engine::ModelBundl
   d.vocab_size = c.vocab_size;
   d.max_positions = c.max_positions;
   d.dtype = c.torch_dtype.empty() ? "float32" : c.torch_dtype;
-  d.has_tokenizer = bundle.tokenizer != nullptr;
+  d.has_tokenizer = has_tokenizer;
   const model::DecoderSpec& spec = c.decoder;
   d.head_dim = c.head_dim;
   d.intermediate_size = c.intermediate_size;

@@ -1,11 +1,12 @@
-// What a client needs to know about a loaded model, free of gRPC types so
-// that the CLI can print local and remote models alike.
+// What a client needs to know about a model, free of gRPC types and of
+// libtorch, so that the CLI (its front binary too) prints local and remote
+// models alike.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "service/engine/model_bundle.h"
+#include "service/model/model_config.h"
 
 namespace attnscope::rpc {
 
@@ -31,7 +32,10 @@ struct ModelDescription {
   bool tied_head = false;
 };
 
-// The description of a loaded bundle under `name`.
-ModelDescription DescribeModel(const std::string& name, const engine::ModelBundle& bundle);
+// The description of a model under `name` from its config alone (the
+// server describes what it loaded; `attnscope models --model DIR` reads
+// only config.json, the checkpoint's headers and the tokenizer).
+ModelDescription DescribeModel(const std::string& name, const model::ModelConfig& config,
+                               bool has_tokenizer);
 
 }  // namespace attnscope::rpc

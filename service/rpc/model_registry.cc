@@ -37,7 +37,10 @@ std::string ModelRegistry::Resolve(std::string_view name) const {
 
 std::vector<ModelDescription> ModelRegistry::Describe() const {
   std::vector<ModelDescription> out;
-  for (const std::string& name : order_) out.push_back(DescribeModel(name, *models_.at(name)));
+  for (const std::string& name : order_) {
+    const engine::ModelBundle& bundle = *models_.at(name);
+    out.push_back(DescribeModel(name, bundle.config(), bundle.tokenizer != nullptr));
+  }
   return out;
 }
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,10 +26,12 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-// Waits for `pid` until `deadline`; SIGKILL and -1 after it.
-int WaitForExit(pid_t pid, std::chrono::steady_clock::time_point deadline) {
+// Waits for `pid` until `deadline`; SIGKILL and -1 after it. `peak_rss_kib`
+// receives the child's own peak resident set.
+int WaitForExit(pid_t pid, std::chrono::steady_clock::time_point deadline, int64_t* peak_rss_kib) {
   int status = 0;
-  while (waitpid(pid, &status, WNOHANG) == 0) {
+  struct rusage usage {};
+  while (wait4(pid, &status, WNOHANG, &usage) == 0) {
     if (std::chrono::steady_clock::now() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
@@ -36,6 +39,7 @@ int WaitForExit(pid_t pid, std::chrono::steady_clock::time_point deadline) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));  // polling an exit, bounded
   }
+  *peak_rss_kib = usage.ru_maxrss;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -65,7 +69,8 @@ static CliResult RunProgram(const std::string& program, const std::vector<std::s
   if (spawned == 0) {
     result.exit_code = WaitForExit(
         pid, std::chrono::steady_clock::now() +
-                 std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1e3)));
+                 std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1e3)),
+        &result.peak_rss_kib);
   }
   posix_spawn_file_actions_destroy(&actions);
   close(out_fd);

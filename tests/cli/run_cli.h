@@ -2,6 +2,7 @@
 // process, as a user would.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@ struct CliResult {
   int exit_code = -1;
   std::string out;  // stdout
   std::string err;  // stderr
+  int64_t peak_rss_kib = -1;  // the process's peak resident set (wait4's ru_maxrss); -1: unknown
 };
 
 // Runs `attnscope args...` (arguments passed verbatim, no shell parsing).

@@ -183,7 +183,8 @@ TEST(ProtoConvertTest, GeneratedTokensAndModelsRoundTrip) {
   EXPECT_EQ(back.alternatives[1].text, " A");
   EXPECT_EQ(back.alternatives[1].probability, 0.125);
   EXPECT_EQ(back.sink_scores, t.sink_scores);
-  const ModelDescription m = ModelFromProto(ModelToProto(DescribeModel("fx", Fixture())));
+  const ModelDescription m = ModelFromProto(
+      ModelToProto(DescribeModel("fx", Fixture().config(), Fixture().tokenizer != nullptr)));
   EXPECT_EQ(m.name, "fx");
   EXPECT_EQ(m.num_layers, 3);
   EXPECT_EQ(m.max_positions, 64);
