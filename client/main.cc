@@ -12,7 +12,6 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <cstdio>
-#include <cstring>
 
 #include "attnscope_version.h"
 
@@ -20,23 +19,14 @@
 #include "client/ui/main_window.h"
 
 int main(int argc, char** argv) {
-  // Answered before QApplication exists, so it needs no display.
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--version") == 0 || std::strcmp(argv[i], "-v") == 0) {
-      std::printf("attnscope-dashboard %s (git %s)\n", attnscope::kAttnscopeVersion,
-                  attnscope::kAttnscopeGitRevision);
-      return 0;
-    }
-  }
-  QApplication app(argc, argv);
-  QApplication::setOrganizationName(QStringLiteral("attnscope"));
-  QApplication::setApplicationName(QStringLiteral("dashboard"));
-  QApplication::setApplicationVersion(QString::fromLatin1(attnscope::kAttnscopeVersion));
-
+  // The command line is parsed before QApplication exists, so that --help,
+  // --version and every usage error need no display.
+  QStringList arguments;
+  for (int i = 0; i < argc; ++i) arguments << QString::fromLocal8Bit(argv[i]);
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("Live dashboard for attnscope-server"));
-  parser.addHelpOption();
-  parser.addVersionOption();
+  const QCommandLineOption help = parser.addHelpOption();
+  const QCommandLineOption version = parser.addVersionOption();
   const QCommandLineOption server(QStringLiteral("server"),
                                   QStringLiteral("The server to connect to (default: the last one, "
                                                  "else 127.0.0.1:50051), or a gRPC target of "
@@ -59,7 +49,31 @@ int main(int argc, char** argv) {
                      "$ATTNSCOPE_TOKEN). Only the path is remembered, never the token."),
       QStringLiteral("FILE"));
   parser.addOptions({ca, cert, key, token});
-  parser.process(app);
+  if (!parser.parse(arguments)) {
+    std::fprintf(stderr, "attnscope-dashboard: %s (see --help)\n", qPrintable(parser.errorText()));
+    return 2;
+  }
+  if (parser.isSet(version)) {
+    std::printf("attnscope-dashboard %s (git %s)\n", attnscope::kAttnscopeVersion,
+                attnscope::kAttnscopeGitRevision);
+    return 0;
+  }
+  if (parser.isSet(help) || parser.isSet(QStringLiteral("help-all"))) {
+    // helpText() names the program from QCoreApplication, which does not
+    // exist yet: its usage line is rewritten with the binary's name.
+    QString text = parser.helpText();
+    const qsizetype options = text.indexOf(QStringLiteral(" [options]"));
+    if (options >= 0) {
+      text.replace(0, options, QStringLiteral("Usage: attnscope-dashboard"));
+    }
+    std::printf("%s", qPrintable(text));
+    return 0;
+  }
+  if (!parser.positionalArguments().isEmpty()) {
+    std::fprintf(stderr, "attnscope-dashboard: unexpected argument '%s' (see --help)\n",
+                 qPrintable(parser.positionalArguments().first()));
+    return 2;
+  }
   attnscope::dashboard::ConnectionOptions options;
   options.security.caFile = parser.value(ca);
   options.security.certFile = parser.value(cert);
@@ -75,6 +89,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "attnscope-dashboard: --server %s\n", qPrintable(problem));
     return 2;
   }
+
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("attnscope"));
+  QApplication::setApplicationName(QStringLiteral("dashboard"));
+  QApplication::setApplicationVersion(QString::fromLatin1(attnscope::kAttnscopeVersion));
   attnscope::dashboard::MainWindow window(address, options);
   window.show();
   return app.exec();

@@ -12,6 +12,7 @@
 namespace attnscope::analysis {
 namespace {
 
+using text_cells::FormatProbability;
 using text_cells::PadRight;
 using text_cells::Paint;
 
@@ -76,7 +77,7 @@ std::string PredictionSection(const PromptStats& s, const std::vector<std::strin
            ++r) {
         const std::string token = p[r].token.empty() ? absl::StrCat("#", p[r].id) : p[r].token;
         absl::StrAppend(&top, r ? "  " : "", "\"", DisplayToken(token, width), "\" ",
-                        absl::StrFormat("%.3f", p[r].p));
+                        FormatProbability(p[r].p));
       }
     }
     out += absl::StrCat("  ", PadRight(absl::StrCat("#", i), index_width), " ",

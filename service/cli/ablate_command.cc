@@ -64,7 +64,7 @@ absl::StatusOr<AblateArgs> ParseArgs(const std::vector<std::string>& args) {
     return absl::InvalidArgumentError("--mode must be zero or mean, got '" + mode + "'");
   }
   a.mode = mode == "zero" ? model::AblationMode::kZero : model::AblationMode::kMean;
-  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 0, 1024).status());
+  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 1, 1024).status());
   ATTNSCOPE_ASSIGN_OR_RETURN(a.deadline, ParseDeadline(a.flags));
   return a;
 }

@@ -1,8 +1,12 @@
 // attnscope analyze: one prompt through the model, with every statistic.
 #include <unistd.h>
 
+#include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
@@ -124,18 +128,19 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   ATTNSCOPE_ASSIGN_OR_RETURN(a.deadline, ParseDeadline(a.flags));
   a.settings.should_stop = LocalDeadline(a.deadline);
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.threshold, a.flags.GetDouble("threshold", 6.0));
+  if (!(a.settings.threshold > 0) || !std::isfinite(a.settings.threshold)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--threshold must be a positive z-score (default 6.0), got '", a.flags.Get("threshold"),
+        "'"));
+  }
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.structure,
                              analysis::ParseTemplate(a.flags.Get("template", "auto")));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.query_block_size,
                              a.flags.GetInt("block-size", 0, 0, int64_t{1} << 30));
-  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 0, 1024).status());
+  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 1, 1024).status());
   ATTNSCOPE_ASSIGN_OR_RETURN(const model::Precision precision, ParseComputeFlags(a.flags));
   if (a.flags.Has("precision")) a.settings.precision = precision;
-  const std::string color = a.flags.Get("color", "auto");
-  if (color != "auto" && color != "always" && color != "never") {
-    return absl::InvalidArgumentError("--color must be auto, always or never, got '" + color + "'");
-  }
-  a.color = color == "always" || (color == "auto" && isatty(STDOUT_FILENO));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.color, ParseColorFlag(a.flags));
   a.settings.record_tensors = a.flags.Has("export") || a.flags.Has("viewer");
   return a;
 }
@@ -199,6 +204,39 @@ void PrintReport(const engine::Prompt& prompt, const engine::AnalysisRun& run, b
   std::cout << analysis::RenderTextReport(run.stats, prompt.token_bytes, options);
 }
 
+// On a terminal, one line on stderr rewritten as the pass goes ("analyze:
+// layer 12/24  2048 tokens  4.1 s  ETA 4.1 s  6000 tokens/s"): a long
+// prompt on a real model takes minutes. Shown after the first and the last
+// layer and at most ten times a second in between; cleared at the end.
+class LayerProgressLine : public analysis::LayerListener {
+ public:
+  LayerProgressLine(int64_t layers, int64_t tokens)
+      : layers_(layers), tokens_(tokens), start_(std::chrono::steady_clock::now()) {}
+  ~LayerProgressLine() override {
+    if (shown_ >= 0) std::fprintf(stderr, "\r\033[K");
+  }
+  void OnLayerDone(int layer, const analysis::HeadStats&, const std::vector<double>&) override {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const int64_t done = layer + 1;
+    if (done > 1 && done < layers_ && elapsed - shown_ < 0.1) return;
+    shown_ = elapsed;
+    const double eta = elapsed / static_cast<double>(done) * static_cast<double>(layers_ - done);
+    const double rate = elapsed > 0 ? static_cast<double>(tokens_) * done / layers_ / elapsed : 0;
+    std::fprintf(stderr,
+                 "\r\033[Kanalyze: layer %lld/%lld  %lld tokens  %.1f s  ETA %.1f s  "
+                 "%.0f tokens/s",
+                 static_cast<long long>(done), static_cast<long long>(layers_),
+                 static_cast<long long>(tokens_), elapsed, eta, rate);
+    std::fflush(stderr);
+  }
+
+ private:
+  int64_t layers_, tokens_;
+  std::chrono::steady_clock::time_point start_;
+  double shown_ = -1;  // elapsed seconds at the last line shown; -1: none yet
+};
+
 // The same analysis on a server: the results come back as the very values a
 // local run gives, so they print identically.
 int RunRemote(const AnalyzeArgs& a, const std::string& server) {
@@ -238,7 +276,13 @@ int RunAnalyze(const std::vector<std::string>& args, const std::string& server) 
   if (!bundle.ok()) return RuntimeError("analyze", bundle.status());
   auto prompt = PromptFromFlags(**bundle, parsed->flags);
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
+  std::optional<LayerProgressLine> progress;
+  if (isatty(STDERR_FILENO) != 0) {
+    progress.emplace((*bundle)->config().num_layers, static_cast<int64_t>(prompt->ids.size()));
+    parsed->settings.layer_listener = &*progress;
+  }
   auto run = engine::RunAnalysis(**bundle, *prompt, parsed->settings);
+  progress.reset();
   if (!run.ok()) return RuntimeError("analyze", ExplainDeadline(run.status(), parsed->deadline));
   absl::Status written = WriteOutputs(parsed->flags, (*bundle)->directory, *prompt, *run);
   if (!written.ok()) return RuntimeError("analyze", written);

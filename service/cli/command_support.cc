@@ -1,5 +1,8 @@
 #include "service/cli/command_support.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -15,13 +18,20 @@
 namespace attnscope::cli {
 namespace {
 
-// The bytes of FILE, or of stdin for "-"; `what` names it in errors.
-absl::StatusOr<std::string> ReadSource(const std::string& path, const std::string& what) {
+// The bytes of FILE, or of stdin for "-"; `what` names it in errors, and
+// `content` is what the prompt needs from it ("text", "token ids").
+absl::StatusOr<std::string> ReadSource(const std::string& path, const std::string& what,
+                                       const std::string& content) {
   std::string bytes;
   if (path == "-") {
     bytes.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
     if (std::cin.bad()) return absl::InvalidArgumentError(what + ": cannot read stdin");
   } else {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": '", path, "' is a directory; give a file of ", content));
+    }
     std::ifstream in(path, std::ios::binary);
     if (!in) {
       return absl::InvalidArgumentError(
@@ -32,7 +42,9 @@ absl::StatusOr<std::string> ReadSource(const std::string& path, const std::strin
     if (in.bad()) return absl::InvalidArgumentError(absl::StrCat(what, ": cannot read '", path, "'"));
     bytes = s.str();
   }
-  if (bytes.empty()) return absl::InvalidArgumentError(what + " is empty: the prompt needs text");
+  if (bytes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " is empty: the prompt needs ", content));
+  }
   return bytes;
 }
 
@@ -53,6 +65,14 @@ int RuntimeError(const std::string& command, const absl::Status& status) {
   return 1;
 }
 
+absl::StatusOr<bool> ParseColorFlag(const Flags& flags) {
+  const std::string color = flags.Get("color", "auto");
+  if (color != "auto" && color != "always" && color != "never") {
+    return absl::InvalidArgumentError("--color must be auto, always or never, got '" + color + "'");
+  }
+  return color == "always" || (color == "auto" && isatty(STDOUT_FILENO) != 0);
+}
+
 bool WantsHelp(const std::vector<std::string>& args) {
   for (const std::string& a : args) {
     if (a == "--help" || a == "-h") return true;
@@ -61,7 +81,7 @@ bool WantsHelp(const std::vector<std::string>& args) {
 }
 
 absl::StatusOr<std::unique_ptr<engine::ModelBundle>> LoadModelFromFlags(const Flags& flags) {
-  ATTNSCOPE_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0, 0, 1024));
+  ATTNSCOPE_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0, 1, 1024));
   const unsigned cores = std::thread::hardware_concurrency();
   if (cores > 0 && threads > static_cast<int64_t>(cores)) {
     std::cerr << "attnscope: warning: --threads " << threads << " is more than the " << cores
@@ -137,7 +157,7 @@ absl::Status LoadPromptSources(Flags& flags) {
   if (flags.Has("text-file")) text_path = flags.Get("text-file");
   if (!text_path.empty()) {
     const std::string what = SourceName(flags.Has("text-file") ? "--text-file" : "--text", text_path);
-    ATTNSCOPE_ASSIGN_OR_RETURN(std::string text, ReadSource(text_path, what));
+    ATTNSCOPE_ASSIGN_OR_RETURN(std::string text, ReadSource(text_path, what, "text"));
     const size_t nul = text.find('\0');
     if (nul != std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -149,7 +169,7 @@ absl::Status LoadPromptSources(Flags& flags) {
   }
   if (flags.Has("ids-file")) {
     const std::string path = flags.Get("ids-file"), what = SourceName("--ids-file", path);
-    ATTNSCOPE_ASSIGN_OR_RETURN(std::string bytes, ReadSource(path, what));
+    ATTNSCOPE_ASSIGN_OR_RETURN(std::string bytes, ReadSource(path, what, "token ids"));
     ATTNSCOPE_RETURN_IF_ERROR(ParseIdList(bytes, what).status());
     flags.Erase("ids-file");
     flags.Set("ids", std::move(bytes));

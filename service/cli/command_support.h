@@ -16,6 +16,10 @@
 
 namespace attnscope::cli {
 
+// --color auto|always|never (auto: when stdout is a terminal): whether to
+// paint the text output.
+absl::StatusOr<bool> ParseColorFlag(const Flags& flags);
+
 // Prints "attnscope <command>: <message>" and a pointer to --help; returns 2.
 int UsageError(const std::string& command, const absl::Status& status);
 // Prints "attnscope <command>: <message>"; returns 1.

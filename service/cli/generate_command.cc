@@ -57,6 +57,9 @@ most likely other tokens (the alternatives; never the chosen token itself).
                        rotary models, original for learned positions); with
                        cache, generation may run past the model's positions
   --json               machine-readable output
+  --color WHEN         auto (default: on a terminal), always or never: unlikely
+                       choices (probability < 0.1) and sink scores >= 0.5 in
+                       colour
   --threads N          intra-op threads (local only; default: all cores)
   --precision P        float32 (default), bf16 (matrix products on
                        bfloat16 operands) or auto (the checkpoint's dtype);
@@ -71,6 +74,7 @@ struct GenerateArgs {
   Flags flags;
   engine::GenerationSettings settings;
   int alternatives = 0;  // shown per token (the engine is asked for one more)
+  bool color = false;
   double deadline = 0;   // seconds; 0: none
 };
 
@@ -96,7 +100,7 @@ absl::StatusOr<GenerateArgs> ParseArgs(const std::vector<std::string>& args) {
                                                    {"sink-scores", false}, {"ignore-eos", false},
                                                    {"json", false}, {"threads"}, {"deadline"},
                                                    {"precision"}, {"device"}, {"cache-policy"},
-                                                   {"cache-positions"}})));
+                                                   {"cache-positions"}, {"color"}})));
   ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
   engine::GenerationSettings& s = a.settings;
   ATTNSCOPE_ASSIGN_OR_RETURN(int64_t max_new, a.flags.GetInt("max-new-tokens", 16, 1, 1 << 20));
@@ -107,13 +111,14 @@ absl::StatusOr<GenerateArgs> ParseArgs(const std::vector<std::string>& args) {
   ATTNSCOPE_ASSIGN_OR_RETURN(
       int64_t alternatives,
       a.flags.GetInt("alternatives", a.flags.Has("json") ? 5 : 3, 0, 19));
-  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 0, 1024).status());
+  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 1, 1024).status());
   ATTNSCOPE_ASSIGN_OR_RETURN(const model::Precision precision, ParseComputeFlags(a.flags));
   if (a.flags.Has("precision")) s.precision = precision;
   s.max_new_tokens = static_cast<int>(max_new);
   s.sampling.top_k = static_cast<int>(top_k);
   s.sampling.seed = static_cast<uint64_t>(seed);
   ATTNSCOPE_RETURN_IF_ERROR(CheckSampling(s.sampling));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.color, ParseColorFlag(a.flags));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.deadline, ParseDeadline(a.flags));
   s.should_stop = LocalDeadline(a.deadline);
   a.alternatives = static_cast<int>(alternatives);
@@ -140,7 +145,7 @@ void Print(const GenerateArgs& a, const engine::Prompt& prompt, engine::Generati
   if (a.flags.Has("json")) {
     std::cout << GenerationJson(prompt, result, tokens_per_second, num_heads).dump() << "\n";
   } else {
-    std::cout << GenerationTable(result, num_heads);
+    std::cout << GenerationTable(result, num_heads, a.color);
   }
 }
 

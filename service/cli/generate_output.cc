@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "service/analysis/text_cells.h"
 #include "service/analysis/text_report.h"
 
 namespace attnscope::cli {
@@ -52,13 +53,18 @@ std::string Cell(const std::string& text, int width = kTokenWidth) {
 }
 
 // The sink scores of one token as rows "L0  0.91 0.12 ...".
-std::string SinkBlock(const std::vector<double>& flat, int64_t num_heads) {
+std::string SinkBlock(const std::vector<double>& flat, int64_t num_heads, bool color) {
   const auto n = static_cast<int64_t>(flat.size());
   const int64_t h = num_heads >= 1 && n % num_heads == 0 ? num_heads : n;
   std::string out;
   for (int64_t l = 0; h > 0 && l < n / h; ++l) {
     absl::StrAppend(&out, absl::StrFormat("%13s L%-3d", "sink", l));
-    for (int64_t k = 0; k < h; ++k) absl::StrAppend(&out, absl::StrFormat(" %4.2f", flat[l * h + k]));
+    for (int64_t k = 0; k < h; ++k) {
+      const double v = flat[l * h + k];
+      absl::StrAppend(&out, " ",
+                      analysis::text_cells::Paint(absl::StrFormat("%4.2f", v), "1;31",
+                                                  color && v >= 0.5));
+    }
     out += "\n";
   }
   return out;
@@ -89,7 +95,8 @@ nlohmann::json GenerationJson(const engine::Prompt& prompt, const engine::Genera
           {"tokens_per_second", tokens_per_second}};
 }
 
-std::string GenerationTable(const engine::GenerationResult& result, int64_t num_heads) {
+std::string GenerationTable(const engine::GenerationResult& result, int64_t num_heads,
+                            bool color) {
   std::string out = absl::StrCat(result.text, "\n\n", result.tokens.size(),
                                  " new tokens (stop: ", result.stop_reason, ")\n\n");
   bool any_alternatives = false;
@@ -100,13 +107,17 @@ std::string GenerationTable(const engine::GenerationResult& result, int64_t num_
   for (const engine::GeneratedToken& t : result.tokens) {
     std::string others;
     for (const engine::Alternative& a : t.alternatives) {
-      absl::StrAppend(&others, "  ", absl::StrFormat("%s %.4f", Cell(a.text, 10), a.probability));
+      absl::StrAppend(&others, "  ", Cell(a.text, 10), " ",
+                      analysis::text_cells::FormatProbability(a.probability, 4));
     }
-    std::string row = absl::StrFormat("%5d %5d  %s %8.4f %9.4f %6.3f%s", t.index, t.position,
-                                      Cell(t.text), t.probability, t.entropy_nats,
+    const std::string probability = analysis::text_cells::Paint(
+        absl::StrFormat("%8s", analysis::text_cells::FormatProbability(t.probability, 4)), "1;33",
+        color && t.probability < 0.1);
+    std::string row = absl::StrFormat("%5d %5d  %s %s %9.4f %6.3f%s", t.index, t.position,
+                                      Cell(t.text), probability, t.entropy_nats,
                                       t.entropy_normalized, others);
     out += row.substr(0, row.find_last_not_of(' ') + 1) + "\n";
-    if (!t.sink_scores.empty()) out += SinkBlock(t.sink_scores, num_heads);
+    if (!t.sink_scores.empty()) out += SinkBlock(t.sink_scores, num_heads, color);
   }
   return out;
 }

@@ -30,7 +30,9 @@ nlohmann::json GenerationJson(const engine::Prompt& prompt, const engine::Genera
 // its probability, its next-token entropy in nats and normalized, and its
 // alternatives with their probabilities; when sink scores were computed, a
 // layer x head block of them under each row (H = `num_heads`). Free of
-// timings, so it is reproducible.
-std::string GenerationTable(const engine::GenerationResult& result, int64_t num_heads);
+// timings, so it is reproducible. With `color`, a chosen token's probability
+// below 0.1 is bold yellow and sink scores of at least 0.5 are red.
+std::string GenerationTable(const engine::GenerationResult& result, int64_t num_heads,
+                            bool color = false);
 
 }  // namespace attnscope::cli

@@ -65,13 +65,9 @@ absl::StatusOr<HeadsArgs> ParseArgs(const std::vector<std::string>& args) {
   ATTNSCOPE_ASSIGN_OR_RETURN(a.probe, ParseProbeOptions(a.flags));
   ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t top, a.flags.GetInt("top", 5, 0, 1 << 20));
   a.top = static_cast<int>(top);
-  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 0, 1024).status());
+  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 1, 1024).status());
   ATTNSCOPE_ASSIGN_OR_RETURN(a.deadline, ParseDeadline(a.flags));
-  const std::string color = a.flags.Get("color", "auto");
-  if (color != "auto" && color != "always" && color != "never") {
-    return absl::InvalidArgumentError("--color must be auto, always or never, got '" + color + "'");
-  }
-  a.color = color == "always" || (color == "auto" && isatty(STDOUT_FILENO));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.color, ParseColorFlag(a.flags));
   return a;
 }
 

@@ -7,10 +7,11 @@
 #include "attnscope_version.h"
 #include "service/cli/commands.h"
 #include "service/cli/remote_support.h"
+#include "service/rpc/client_channel.h"
 
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope [--server TARGET] <command> [options]
+constexpr char kHelp[] = R"(Usage: attnscope [--verbose] [--server TARGET] <command> [options]
 
 Commands:
   tokenize   text -> token ids, token strings and byte offsets
@@ -31,6 +32,9 @@ instead of loading a model here; the output is the same.
 TARGET is HOST:PORT or a gRPC target URI naming several replicas, e.g.
 dns:///attnscope.example:50051 or ipv4:10.0.0.1:50051,10.0.0.2:50051;
 requests go round robin over every address (gRPC's round_robin policy).
+
+--verbose (before the command) also prints gRPC's own log lines: connection,
+resolver and TLS handshake details the error message sums up.
 
 Connection options, after --server TARGET and before the command:
   --tls-ca FILE          connect over TLS, trusting the PEM CA in FILE
@@ -66,12 +70,28 @@ bool TakeServer(std::vector<std::string>& args, std::string* server) {
   return !server->empty();
 }
 
+// Takes a "--verbose" at the front of `args`.
+bool TakeVerbose(std::vector<std::string>& args) {
+  if (args.empty() || args.front() != "--verbose") return false;
+  args.erase(args.begin());
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   std::string server;
+  bool verbose = TakeVerbose(args);
   if (!TakeServer(args, &server)) return attnscope::cli::kExitUsage;
+  verbose = TakeVerbose(args) || verbose;
+  if (!verbose) attnscope::rpc::QuietGrpcLogs();
+  if (!server.empty()) {
+    if (absl::Status target = attnscope::rpc::CheckTarget(server); !target.ok()) {
+      std::cerr << "attnscope: --server " << target.message() << "\n";
+      return attnscope::cli::kExitUsage;
+    }
+  }
   attnscope::rpc::ClientSecurity security;
   if (absl::Status taken = attnscope::cli::TakeConnectionFlags(args, !server.empty(), &security);
       !taken.ok()) {

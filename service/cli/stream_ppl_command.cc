@@ -114,7 +114,7 @@ absl::StatusOr<StreamArgs> ParseArgs(std::vector<std::string> args,
     settings.positions = *p;
   }
   ATTNSCOPE_ASSIGN_OR_RETURN(a.max_tokens, a.flags.GetInt("max-tokens", 0, 2, 1 << 24));
-  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 0, 1024).status());
+  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 1, 1024).status());
   return a;
 }
 

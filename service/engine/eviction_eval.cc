@@ -66,7 +66,10 @@ absl::Status CheckLength(const model::ModelConfig& config, int64_t n,
         " positions and policy ", PolicyName(p), " step t feeds position t, and ",
         config.model_type, " accepts ", limit, " positions (max_positions), so at most ",
         limit + 1, " tokens; shorten the text (--max-tokens ", limit + 1, ")",
-        p.bounded() ? "" : " or use a bounded policy with cache positions"));
+        // Only rotary models can shift their positions to cache indices.
+        p.bounded() || config.decoder.rope.kind == model::RopeKind::kNone
+            ? ""
+            : " or use a bounded policy with cache positions"));
   }
   return absl::OkStatus();
 }

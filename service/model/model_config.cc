@@ -62,9 +62,15 @@ absl::StatusOr<ModelConfig> ParseModelConfig(std::string_view json_text, std::st
   if (j.is_discarded()) return reader.Invalid("not valid JSON");
   if (!j.is_object()) return reader.Invalid("expected a JSON object");
   try {
-    const std::string type =
-        j.contains("model_type") && j["model_type"].is_string() ? j["model_type"].get<std::string>()
-                                                                : "";
+    if (!j.contains("model_type") || j["model_type"].is_null()) {
+      return reader.Invalid(absl::StrCat(
+          "model_type is missing: config.json must name the family (one of: ",
+          absl::StrJoin(SupportedModelTypes(), ", "), ")"));
+    }
+    if (!j["model_type"].is_string()) {
+      return reader.Invalid(absl::StrCat("model_type must be a string, got ", j["model_type"].dump()));
+    }
+    const std::string type = j["model_type"].get<std::string>();
     for (const Family& f : kFamilies) {
       if (type == f.model_type) return f.parse(reader);
     }

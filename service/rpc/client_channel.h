@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "grpcpp/channel.h"
 #include "service/rpc/client_security.h"
@@ -16,6 +17,19 @@ namespace attnscope::rpc {
 
 // gRPC's service config selecting the round_robin load-balancing policy.
 extern const char kRoundRobinServiceConfig[];
+
+// OK when `target` is one a client can connect to: HOST:PORT (an IPv6
+// address in brackets, [::1]:50051), dns:[//AUTHORITY]/HOST:PORT,
+// ipv4:ADDR:PORT,..., ipv6:[ADDR]:PORT,..., unix:PATH or unix-abstract:NAME,
+// every port in 1..65535. InvalidArgument saying what is wrong otherwise
+// (checked before connecting: gRPC itself only logs why it cannot parse one).
+absl::Status CheckTarget(const std::string& target);
+
+// Keeps gRPC's own log lines ("E1203 ... Handshake failed", resolver
+// errors) off stderr for the rest of the process: a client reports the
+// call's status, which carries the reason. For command-line tools; a
+// --verbose run skips it.
+void QuietGrpcLogs();
 
 // A plaintext channel to `target` with round_robin over its addresses and a
 // reconnect back-off capped at 5 s, so a restarted replica gets requests again

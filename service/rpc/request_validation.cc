@@ -176,9 +176,10 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
                                          const std::string& model_name, int64_t chunk_bytes) {
   AnalyzePlan plan;
   if (o.has_threshold()) {
-    if (!std::isfinite(o.threshold())) {
+    if (!std::isfinite(o.threshold()) || !(o.threshold() > 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "options.threshold: ", o.threshold(), " is not a finite number; give e.g. 6.0"));
+          "options.threshold: ", o.threshold(),
+          " is not a positive finite z-score; give e.g. 6.0 (the default)"));
     }
     plan.settings.threshold = o.threshold();
   }

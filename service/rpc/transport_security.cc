@@ -226,7 +226,21 @@ absl::Status ExplainTransportError(const absl::Status& status, const ClientSecur
   std::string lower = absl::AsciiStrToLower(message);
   for (char& c : lower) c = c == '_' ? ' ' : c;
   std::string hint;
-  if (absl::StrContains(lower, "wrong version number") ||
+  const size_t peer = lower.find("peer name ");
+  if (peer != std::string::npos && absl::StrContains(lower, "is not in peer certificate")) {
+    // "Peer name 127.0.0.1 is not in peer certificate": the name connected to.
+    const size_t begin = peer + 10;
+    const std::string name(message.substr(begin, lower.find(' ', begin) - begin));
+    hint = absl::StrCat("the server's certificate does not name ", name,
+                        ": connect with a name its subjectAltName lists, or give the server a "
+                        "certificate for ", name);
+  } else if (absl::StrContains(lower, "connection refused")) {
+    hint = "nothing accepts connections at that address: is attnscope-server running there, on "
+           "that port?";
+  } else if (absl::StrContains(lower, "dns resolution failed") ||
+             absl::StrContains(lower, "domain name not found")) {
+    hint = "the host name does not resolve: check its spelling, or give an IP address";
+  } else if (absl::StrContains(lower, "wrong version number") ||
       absl::StrContains(lower, "packet length too long")) {
     hint = "the server does not speak TLS: drop --tls-ca, or start it with --tls-cert/--tls-key";
   } else if (absl::StrContains(lower, "certificate verify failed")) {

@@ -11,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "service/analysis/prompt_analyzer.h"
+#include "service/analysis/text_cells.h"
 #include "tests/analysis/analysis_test_util.h"
 
 namespace attnscope::analysis {
@@ -133,6 +134,20 @@ TEST(DisplayTokenTest, EscapesAndCuts) {
   EXPECT_EQ(DisplayToken("abcdefghij", 5), "abcd…");
   EXPECT_EQ(DisplayToken("éééééé", 4), "ééé…");
   EXPECT_EQ(DisplayToken("abcde", 5), "abcde");
+}
+
+// With a 150K vocabulary most probabilities are below 0.001: they print in
+// scientific notation, never as "0.000".
+TEST(TextCellsTest, SmallProbabilitiesAreNeverPrintedAsZero) {
+  using text_cells::FormatProbability;
+  EXPECT_EQ(FormatProbability(0.5), "0.500");
+  EXPECT_EQ(FormatProbability(0.0123), "0.012");
+  EXPECT_EQ(FormatProbability(0.0004), "4.0e-04");
+  EXPECT_EQ(FormatProbability(6.6e-6), "6.6e-06");
+  EXPECT_EQ(FormatProbability(0.0), "0.000");
+  EXPECT_EQ(FormatProbability(0.00012, 4), "0.0001");
+  EXPECT_EQ(FormatProbability(3e-5, 4), "3.0e-05");
+  EXPECT_EQ(FormatProbability(1.0, 4), "1.0000");
 }
 
 }  // namespace

@@ -70,16 +70,31 @@ TEST(CliExitCodeTest, EveryUsageErrorExitsWithTwo) {
       {{"models", "--bogus"}, 2, "--bogus"},
       {{"frobnicate"}, 2, "unknown command"},
       {{"--server"}, 2, "--server needs HOST:PORT"},
+      {{"--server", "ipv4:not-an-address", "models"}, 2, "'not-an-address': no port"},
+      {{"--server", "ipv4:not-an-address:1", "models"}, 2, "'not-an-address' is not an IPv4 address"},
+      {{"--server", "localhost", "models"}, 2, "'localhost' is not a server address: no port"},
+      {{"--server", "127.0.0.1:70000", "models"}, 2, "the port '70000' is not a number in 1..65535"},
+      {{"--server", "::1:50051", "models"}, 2, "an IPv6 address goes in brackets"},
+      {{"--server", "dns:///:50051", "models"}, 2, "the host is empty"},
+      {{"--server", "ipv6:[::1]", "models"}, 2, "no port after the address"},
       {{"--server", "127.0.0.1:1", "tokenize", "--text", "hi", "--deadline", "0"}, 2,
        "--deadline must be"},
       {{"--server", "127.0.0.1:1", "heads", "--threads", "2"}, 2,
        "--threads works only without --server"},
       {{"tokenize", "--text", "hi", "--deadline", "5"}, 2, "--deadline applies with --server only"},
+      {{"analyze", "--text", "hi", "--threads", "0"}, 2, "--threads must be an integer in [1, 1024]"},
+      {{"generate", "--text", "hi", "--threads", "0"}, 2, "--threads must be an integer in [1,"},
+      {{"analyze", "--text", "hi", "--threshold", "-3"}, 2, "--threshold must be a positive z-score"},
+      {{"analyze", "--text", "hi", "--threshold", "0"}, 2, "--threshold must be a positive"},
       {{"heads", "--text", "a", "--n", "3"}, 2, "--n, --seqs and --seed shape the random probe"},
       // Runtime errors: the command line is fine, the input or the world is not.
       {{"analyze", "--text-file", "/nonexistent/prompt.txt"}, 1, "/nonexistent/prompt.txt"},
       {{"analyze", "--model", "/nonexistent/model", "--text", "hi"}, 1, "/nonexistent/model"},
       {{"analyze", "--text", "hi", "--viewer", "/nonexistent/dir/v.html"}, 1, "/nonexistent/dir"},
+      {{"analyze", "--text-file", ::testing::TempDir()}, 1, "is a directory; give a file of text"},
+      {{"analyze", "--ids-file", ::testing::TempDir()}, 1, "is a directory; give a file of token ids"},
+      {{"analyze", "--ids-file", "/dev/null"}, 1, "is empty: the prompt needs token ids"},
+      {{"analyze", "--text-file", "/dev/null"}, 1, "is empty: the prompt needs text"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(Show(c.args));
@@ -110,6 +125,52 @@ TEST(CliExitCodeTest, VersionOnEveryBinary) {
     // git revision baked in at configure time.
     EXPECT_THAT(text, ::testing::MatchesRegex(std::string(binary) +
                                               " [0-9]+\\.[0-9]+\\.[0-9]+ \\(git [0-9a-f]+(-dirty)?\\)\n"));
+  }
+}
+
+// The dashboard answers --help and refuses a bad command line without a
+// display (with no DISPLAY and Qt's default platform it used to abort, 134).
+TEST(CliExitCodeTest, DashboardHelpAndUsageErrorsNeedNoDisplay) {
+  struct DashboardCase {
+    std::vector<std::string> args;
+    int exit_code;
+    std::string text;  // a substring of stdout (exit 0) or stderr
+  };
+  const std::vector<DashboardCase> cases = {
+      {{"--help"}, 0, "--auth-token-file"},
+      {{"-h"}, 0, "Usage: attnscope-dashboard"},
+      {{"--version"}, 0, "attnscope-dashboard "},
+      {{"--bogus"}, 2, "bogus"},
+      {{"--tls-cert", "c.pem"}, 2, "--tls-cert and --tls-key go together"},
+      {{"--server", "dns:///"}, 2, "--server"},
+      {{"stray"}, 2, "unexpected argument 'stray'"},
+  };
+  for (const DashboardCase& c : cases) {
+    std::vector<std::string> args = {"/usr/bin/env", "-u", "DISPLAY", "-u", "WAYLAND_DISPLAY",
+                                     "-u", "QT_QPA_PLATFORM",
+                                     std::string(ATTNSCOPE_BIN_DIR) + "/attnscope-dashboard"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    SCOPED_TRACE(Show(args));
+    const std::string out = test::UniqueTempPath("dashboard.out");
+    const std::string err = test::UniqueTempPath("dashboard.err");
+    const int rc = testing::RunProgram(args, out, err, 30);
+    auto read = [](const std::string& path) {
+      std::string text;
+      if (FILE* f = std::fopen(path.c_str(), "r")) {
+        char buffer[4096];
+        size_t n;
+        while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0) text.append(buffer, n);
+        std::fclose(f);
+      }
+      std::filesystem::remove(path);
+      return text;
+    };
+    const std::string out_text = read(out), err_text = read(err);
+    EXPECT_EQ(rc, c.exit_code) << err_text;
+    EXPECT_THAT(c.exit_code == 0 ? out_text : err_text, HasSubstr(c.text));
+    if (c.exit_code == 2) {
+      EXPECT_TRUE(out_text.empty()) << out_text;
+    }
   }
 }
 

@@ -20,6 +20,7 @@
 namespace attnscope {
 namespace {
 
+using ::testing::HasSubstr;
 using nlohmann::json;
 using testing::CliResult;
 using testing::RunCli;
@@ -130,15 +131,31 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyCliTest,
 
 // On a terminal (a pseudo-terminal from util-linux's script) loading draws a
 // progress line on stderr; through a pipe it stays silent.
+// analyze shows the pass's progress on a terminal (layer i/N, tokens,
+// elapsed, ETA) and clears the line; piped, stderr stays empty of it.
+TEST(FamiliesCliTest, AnalyzeShowsLayerProgressOnlyOnATerminal) {
+  const CliResult terminal = RunCliOnTerminal("analyze --ids 464,3797,3332,319,262,2603");
+  ASSERT_EQ(terminal.exit_code, 0) << terminal.out;
+  EXPECT_THAT(terminal.out, HasSubstr("analyze: layer 1/6  "));
+  EXPECT_THAT(terminal.out, HasSubstr("analyze: layer 6/6  "));
+  EXPECT_THAT(terminal.out, HasSubstr("  6 tokens  "));
+  EXPECT_THAT(terminal.out, HasSubstr("ETA 0.0 s"));
+  EXPECT_THAT(terminal.out, HasSubstr("Context health"));
+  const CliResult piped = RunCli({"analyze", "--ids", "464,3797,3332,319,262,2603"});
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_THAT(piped.err, ::testing::Not(HasSubstr("layer")));
+}
+
+// Loading the weights shows its progress on a terminal (`models` loads none).
 TEST(LoadProgressCliTest, ProgressLineOnlyOnATerminal) {
-  const CliResult run = RunCliOnTerminal("models --model " + Fixture("llama"));
+  const CliResult run = RunCliOnTerminal("analyze --model " + Fixture("llama") + " --ids 1,2,3");
   const std::string& terminal = run.out;
   ASSERT_EQ(run.exit_code, 0) << terminal;
   EXPECT_NE(terminal.find("\rloading " + Fixture("llama") + ": 100% of 0.53 MiB"),
             std::string::npos)
       << terminal;
-  EXPECT_NE(terminal.find("llama         3"), std::string::npos) << terminal;
-  auto piped = RunCli({"models", "--model", Fixture("llama")});
+  EXPECT_NE(terminal.find("Context health"), std::string::npos) << terminal;
+  auto piped = RunCli({"analyze", "--model", Fixture("llama"), "--ids", "1,2,3"});
   ASSERT_EQ(piped.exit_code, 0) << piped.err;
   EXPECT_EQ(piped.err.find("loading"), std::string::npos) << piped.err;
 }

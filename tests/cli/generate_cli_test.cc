@@ -90,6 +90,38 @@ TEST(GenerateCliTest, SinkScoresNestAsLayerHead) {
   }
 }
 
+// --color as analyze and heads take it: always paints (at temperature 100
+// every choice is unlikely, so every probability cell is bold yellow), and
+// without the escape sequences the table is the one --color never prints.
+TEST(GenerateCliTest, ColorPaintsUnlikelyChoicesAndChangesNothingElse) {
+  const std::vector<std::string> args = {"generate",      "--text", "The cat", "--max-new-tokens",
+                                         "4",             "--temperature", "100", "--seed",
+                                         "3",             "--sink-scores"};
+  auto with = [&](const char* when) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--color", when});
+    return RunCli(a);
+  };
+  const auto never = with("never"), always = with("always");
+  ASSERT_EQ(never.exit_code, 0) << never.err;
+  ASSERT_EQ(always.exit_code, 0) << always.err;
+  EXPECT_EQ(never.out.find('\x1b'), std::string::npos);
+  EXPECT_THAT(always.out, HasSubstr("\x1b[1;33m"));
+  std::string stripped;
+  for (size_t i = 0; i < always.out.size(); ++i) {
+    if (always.out[i] == '\x1b') {
+      i = always.out.find('m', i);
+      ASSERT_NE(i, std::string::npos);
+      continue;
+    }
+    stripped += always.out[i];
+  }
+  EXPECT_EQ(stripped, never.out);
+  const auto bad = with("sometimes");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.err, HasSubstr("--color must be auto, always or never"));
+}
+
 TEST(GenerateCliTest, MaxNewTokensIsCutToThePositionsLeft) {
   // The bundled model has 512 positions: a 508-token prompt leaves 4.
   std::string ids = "464";

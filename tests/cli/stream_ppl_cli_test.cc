@@ -262,6 +262,12 @@ TEST(StreamPplCliTest, BadInputIsAClearError) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("at most 513 tokens"));
   EXPECT_THAT(r.err, HasSubstr("--max-tokens 513"));
+  // The full cache: shortening is the only way; cache positions, which
+  // learned positions refuse, are not suggested.
+  r = RunCli({"stream-ppl", "--ids-file", long_ids.path(), "--policy", "full"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--max-tokens 513"));
+  EXPECT_THAT(r.err, ::testing::Not(HasSubstr("cache positions")));
 }
 
 }  // namespace

@@ -178,8 +178,8 @@ TEST_F(ReplicasTest, CliTakesTargetUrisAndChecksHealth) {
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.output.find("NOT_FOUND"), std::string::npos) << result.output;
   result = cli({"--server", "ipv4:not-an-address", "models"});
-  EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.output.find("'ipv4:not-an-address' is not a gRPC target"), std::string::npos)
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.output.find("'ipv4:not-an-address' is not a server address"), std::string::npos)
       << result.output;
 
   // Each CLI call is one request on a fresh channel: it goes to whichever

@@ -123,6 +123,12 @@ TEST_F(RpcErrorTest, BadAnalyzeOptions) {
   request.mutable_options()->set_threshold(std::numeric_limits<double>::quiet_NaN());
   ExpectError(Analyze(request), grpc::StatusCode::INVALID_ARGUMENT,
               {"options.threshold", "nan"});
+  for (double threshold : {-3.0, 0.0}) {
+    request = TextRequest("hello there");
+    request.mutable_options()->set_threshold(threshold);
+    ExpectError(Analyze(request), grpc::StatusCode::INVALID_ARGUMENT,
+                {"options.threshold", "positive finite z-score"});
+  }
   request = TextRequest("hello there");
   request.mutable_options()->set_template_("jinja");
   ExpectError(Analyze(request), grpc::StatusCode::INVALID_ARGUMENT,

@@ -3,6 +3,7 @@
 // uses (rpc::CreateClientChannel) and through the attnscope CLI.
 #include <stdlib.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "service/rpc/client_channel.h"
@@ -62,6 +63,47 @@ TEST_F(RpcSecurityTest, ACaThatDidNotSignTheServerIsRefused) {
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_THAT(wrong.err, HasSubstr("UNAVAILABLE"));
   EXPECT_THAT(wrong.err, HasSubstr("is not signed by the CA in --tls-ca " + certs().other_ca));
+}
+
+// The hints name the failure: a certificate for another name (not "give
+// --tls-cert"), nothing listening, a name that does not resolve (not "give
+// --tls-ca"). gRPC's own log lines stay off stderr unless --verbose.
+TEST_F(RpcSecurityTest, ConnectionFailuresAreExplainedByWhatFailed) {
+  StartSecureServer({"--tls-cert", certs().wrong_name_cert, "--tls-key", certs().wrong_name_key});
+  const CliResult named =
+      RunCli({"--server", server_->address(), "--tls-ca", certs().ca, "models"});
+  EXPECT_EQ(named.exit_code, 1);
+  EXPECT_THAT(named.err, HasSubstr("the server's certificate does not name 127.0.0.1"));
+  EXPECT_THAT(named.err, Not(HasSubstr("--tls-cert")));
+
+  const CliResult wrong_ca =
+      RunCli({"--server", server_->address(), "--tls-ca", certs().other_ca, "models"});
+  EXPECT_EQ(wrong_ca.exit_code, 1);
+  EXPECT_THAT(wrong_ca.err, HasSubstr("is not signed by the CA in --tls-ca"));
+  EXPECT_THAT(wrong_ca.err, Not(HasSubstr("Handshake failed")));  // gRPC's E-line
+  EXPECT_EQ(std::count(wrong_ca.err.begin(), wrong_ca.err.end(), '\n'), 1) << wrong_ca.err;
+  const CliResult verbose = RunCli(
+      {"--verbose", "--server", server_->address(), "--tls-ca", certs().other_ca, "models"});
+  EXPECT_EQ(verbose.exit_code, 1);
+  EXPECT_THAT(verbose.err, HasSubstr("Handshake failed"));
+
+  // A port nothing listens on: the server's own port once it has stopped.
+  const std::string address = server_->address();
+  server_.reset();
+  for (const std::vector<std::string>& security :
+       {std::vector<std::string>{}, std::vector<std::string>{"--tls-ca", certs().ca}}) {
+    std::vector<std::string> args = {"--server", address};
+    args.insert(args.end(), security.begin(), security.end());
+    args.push_back("models");
+    const CliResult refused = RunCli(args);
+    EXPECT_EQ(refused.exit_code, 1);
+    EXPECT_THAT(refused.err, HasSubstr("nothing accepts connections at that address"));
+    EXPECT_THAT(refused.err, Not(HasSubstr("give --tls")));
+  }
+  const CliResult unresolved = RunCli({"--server", "no-such-host.invalid:50051", "models"});
+  EXPECT_EQ(unresolved.exit_code, 1);
+  EXPECT_THAT(unresolved.err, HasSubstr("the host name does not resolve"));
+  EXPECT_THAT(unresolved.err, Not(HasSubstr("give --tls")));
 }
 
 TEST_F(RpcSecurityTest, TlsClientToPlaintextServerSaysSo) {

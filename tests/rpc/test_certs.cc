@@ -39,6 +39,8 @@ TestCerts Make() {
       "cd " + dir + " && " + MakeCa("ca") + MakeCa("other-ca") +
       MakeLeaf("server", "ca", "localhost",
                "subjectAltName=IP:127.0.0.1,DNS:localhost\\nextendedKeyUsage=serverAuth\\n") +
+      MakeLeaf("wrong-name", "ca", "example.test",
+               "subjectAltName=DNS:example.test\\nextendedKeyUsage=serverAuth\\n") +
       MakeLeaf("client", "ca", "attnscope-test-client", "extendedKeyUsage=clientAuth\\n") +
       MakeLeaf("other-client", "other-ca", "attnscope-test-intruder",
                "extendedKeyUsage=clientAuth\\n") +
@@ -58,6 +60,8 @@ TestCerts Make() {
   certs.other_ca = dir + "/other-ca.pem";
   certs.other_client_cert = dir + "/other-client.pem";
   certs.other_client_key = dir + "/other-client.key";
+  certs.wrong_name_cert = dir + "/wrong-name.pem";
+  certs.wrong_name_key = dir + "/wrong-name.key";
   return certs;
 }
 

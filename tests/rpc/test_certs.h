@@ -18,6 +18,8 @@ struct TestCerts {
   std::string other_ca;           // an unrelated CA
   std::string other_client_cert;  // a client certificate signed by `other_ca`
   std::string other_client_key;
+  std::string wrong_name_cert;  // a server certificate signed by `ca` for example.test only
+  std::string wrong_name_key;
 };
 
 // Makes the certificates once per process (EC P-256 keys, valid for a day)
