@@ -27,11 +27,18 @@ using prometheus::Labels;
 using prometheus::Registry;
 
 // Bucket upper bounds (constexpr arrays: no static objects to destroy).
-// Seconds: from a cached ListModels (microseconds) to a long generation.
-constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                      0.5,   1,      2.5,   5,    10,    30,   60};
-// Tokens: powers of two up to GPT-2's 1024 positions, one step beyond.
-constexpr double kTokenBuckets[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048};
+// Seconds: from a cached ListModels (microseconds) to an hour. Qwen2.5-0.5B's
+// forward at T = 2,048 takes 7 s on 2 threads (README, Real sizes) and
+// attention grows as T^2, so 32K-token prompts and 1B..8B models take
+// minutes; with a top bucket of 60 s all of them fell in +Inf, where
+// histogram_quantile can only answer the top bound.
+constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                      1,     2.5,    5,     10,   30,    60,   120, 300,  600,
+                                      1200,  1800,   3600};
+// Tokens: powers of two up to 131072, the positions of Llama 3.1/3.2 (Qwen2.5
+// has 32768); the old top bucket, 2048, put every long prompt in +Inf.
+constexpr double kTokenBuckets[] = {1,    2,    4,    8,     16,    32,    64,    128,   256,
+                                    512,  1024, 2048, 4096,  8192,  16384, 32768, 65536, 131072};
 constexpr double kTokensPerSecondBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
 constexpr double kPerplexityBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 10000};
 // The context-health score is 0..10 (service/analysis/definitions.md); le="10" holds
@@ -43,9 +50,10 @@ constexpr double kFractionBuckets[] = {0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0
 constexpr double kRatioBuckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
 
 // Seconds waiting for a model slot: none at all (the usual case) up to a
-// request that waited out a long generation.
-constexpr double kQueueWaitBuckets[] = {0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5,
-                                        1,      2.5,   5,     10,   30,   60,  120};
+// request that waited out long analyses queued before it (each can take
+// minutes: see kLatencyBuckets).
+constexpr double kQueueWaitBuckets[] = {0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1,
+                                        2.5,    5,     10,    30,   60,   120, 300,  600, 1800};
 
 const char* OriginLabel(ServiceMetrics::Origin origin) {
   return origin == ServiceMetrics::Origin::kDashboard ? "dashboard" : "user";

@@ -121,7 +121,7 @@ TEST(DeployTest, PrometheusConfigIsValidAndScrapesTheService) {
 TEST(DeployTest, AlertRulesAreValid) {
   const ProcessResult check = Promtool({"check", "rules", DeployFile("alerts.yml")});
   EXPECT_EQ(check.exit_code, 0) << check.output;
-  EXPECT_THAT(check.output, HasSubstr("SUCCESS: 5 rules found"));
+  EXPECT_THAT(check.output, HasSubstr("SUCCESS: 6 rules found"));
 }
 
 TEST(DeployTest, EveryAlertFiresInItsUnitTest) {
@@ -129,13 +129,25 @@ TEST(DeployTest, EveryAlertFiresInItsUnitTest) {
   EXPECT_EQ(test.exit_code, 0) << test.output;
   EXPECT_THAT(test.output, HasSubstr("SUCCESS"));
   const std::string tests = Squeeze(Slurp(DeployFile("alerts_test.yml")));
-  for (const char* alert : {"AttnscopeDown", "AttnscopeErrorRatioHigh", "AttnscopeContextHealthLow",
-                            "AttnscopeFeedDropping", "AttnscopeQueueWaitHigh"}) {
+  for (const char* alert :
+       {"AttnscopeDown", "AttnscopeNotScraped", "AttnscopeErrorRatioHigh",
+        "AttnscopeContextHealthLow", "AttnscopeFeedDropping", "AttnscopeQueueWaitHigh"}) {
     EXPECT_THAT(Slurp(DeployFile("alerts.yml")), HasSubstr(std::string("alert: ") + alert));
     // A firing expectation (exp_labels) follows the alert's name somewhere.
     const std::string fires = std::string("alertname: ") + alert + " exp_alerts: - exp_labels:";
     EXPECT_NE(tests.find(fires), std::string::npos) << alert << " is never shown firing";
   }
+}
+
+TEST(DeployTest, AnAlertFiresWhenNothingIsScraped) {
+  // up == 0 needs an up series: a Prometheus that scrapes no attnscope target
+  // (a monitor its selector skips) has none, so only absent() notices.
+  const std::string alerts = Slurp(DeployFile("alerts.yml"));
+  EXPECT_THAT(alerts, HasSubstr(R"(expr: absent(up{job="attnscope"}))"));
+  // Its unit test shows it firing with no attnscope series at all.
+  EXPECT_THAT(Squeeze(Slurp(DeployFile("alerts_test.yml"))),
+              HasSubstr("alertname: AttnscopeNotScraped exp_alerts: - exp_labels: "
+                        "severity: critical job: attnscope"));
 }
 
 TEST(DeployTest, CancellationsAreNotErrors) {

@@ -117,13 +117,22 @@ TEST(DockerfileTest, ModelPathsAndImageNameAgreeWithTheDeployFiles) {
   EXPECT_THAT(testing::Slurp(fs::path(ATTNSCOPE_DEPLOY_DIR) /
                              "kubernetes/overlays/models-volume/kustomization.yaml"),
               HasSubstr("--model=tiny-gpt2=" + model_dir));
-  // One image name in the build script, compose and Kubernetes.
+  // One image name in the build script and compose; Kubernetes pulls the
+  // same repository ("attnscope") from a registry, under the version tag
+  // (kustomization.yaml's images: entry; kubernetes_test checks the tag).
   const std::string image = "localhost/attnscope:latest";
   EXPECT_THAT(testing::Slurp(kRoot / "scripts/build-image.sh"), HasSubstr("IMAGE=\"${1:-" + image));
   const YAML::Node deployment =
       LoadDocuments(fs::path(ATTNSCOPE_DEPLOY_DIR) / "kubernetes/base/deployment.yaml")[0];
-  EXPECT_EQ(deployment["spec"]["template"]["spec"]["containers"][0]["image"].as<std::string>(),
-            image);
+  const std::string name =
+      deployment["spec"]["template"]["spec"]["containers"][0]["image"].as<std::string>();
+  const YAML::Node images =
+      LoadDocuments(fs::path(ATTNSCOPE_DEPLOY_DIR) / "kubernetes/base/kustomization.yaml")[0]
+                   ["images"];
+  ASSERT_EQ(images.size(), 1u);
+  EXPECT_EQ(images[0]["name"].as<std::string>(), name);
+  const std::string pulled = images[0]["newName"].as<std::string>();
+  EXPECT_EQ(pulled.substr(pulled.rfind('/') + 1), "attnscope") << pulled;
 }
 
 }  // namespace

@@ -12,9 +12,19 @@ std::vector<YAML::Node> LoadDocuments(const std::string& path) {
   return YAML::LoadAllFromFile(path);
 }
 
-std::set<std::string> ServerFlagNames() {
-  const metrics::testing::ProcessResult help = metrics::testing::RunProcess(
+namespace {
+
+// `attnscope-server --help`, run once (each run loads libtorch: ~1 s).
+const metrics::testing::ProcessResult& ServerHelp() {
+  static const metrics::testing::ProcessResult help = metrics::testing::RunProcess(
       {std::string(ATTNSCOPE_BIN_DIR) + "/attnscope-server", "--help"}, "");
+  return help;
+}
+
+}  // namespace
+
+std::set<std::string> ServerFlagNames() {
+  const metrics::testing::ProcessResult& help = ServerHelp();
   std::set<std::string> names;
   if (help.exit_code != 0) return names;
   std::istringstream lines(help.output);
@@ -25,6 +35,31 @@ std::set<std::string> ServerFlagNames() {
     names.insert(line.substr(start + 2, end == std::string::npos ? end : end - start - 2));
   }
   return names;
+}
+
+long long ServerFlagDefault(const std::string& name) {
+  const metrics::testing::ProcessResult& help = ServerHelp();
+  if (help.exit_code != 0) return -1;
+  // The flag's line and its continuation lines (those not starting a flag).
+  std::istringstream lines(help.output);
+  std::string text;
+  bool inside = false;
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t start = line.find_first_not_of(' ');
+    const bool flag_line = start != std::string::npos && line.compare(start, 2, "--") == 0;
+    if (flag_line) {
+      const std::size_t end = line.find_first_of(" =", start);
+      inside = line.substr(start + 2, end == std::string::npos ? end : end - start - 2) == name;
+    }
+    if (inside && start != std::string::npos) text += " " + line.substr(start);
+  }
+  const std::size_t at = text.find("(default ");
+  long long value = -1;
+  if (at == std::string::npos) return -1;
+  const std::size_t begin = at + 9;
+  const std::size_t end = text.find_first_not_of("0123456789", begin);
+  if (!absl::SimpleAtoi(text.substr(begin, end - begin), &value)) return -1;
+  return value;
 }
 
 std::multimap<std::string, std::string> ParseFlags(const std::vector<std::string>& args) {

@@ -18,6 +18,10 @@ std::vector<YAML::Node> LoadDocuments(const std::string& path);
 // The flags (without "--") that `attnscope-server --help` lists.
 std::set<std::string> ServerFlagNames();
 
+// The number after "(default " in the --help text of flag `name` (its
+// description's lines joined); -1 if the text gives no number.
+long long ServerFlagDefault(const std::string& name);
+
 // "--name=value" and "--name value" arguments as name -> value ("" for a
 // flag with no value); repeated flags keep every value, in order.
 std::multimap<std::string, std::string> ParseFlags(const std::vector<std::string>& args);

@@ -214,7 +214,7 @@ TEST_F(PrometheusEndToEndTest, PrometheusLoadsAndEvaluatesTheAlertRules) {
         }
       }
     }
-    if (health.size() == 5 && health.count("AttnscopeDown") && health["AttnscopeDown"] == "ok") {
+    if (health.size() == 6 && health.count("AttnscopeDown") && health["AttnscopeDown"] == "ok") {
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
@@ -223,6 +223,7 @@ TEST_F(PrometheusEndToEndTest, PrometheusLoadsAndEvaluatesTheAlertRules) {
                                                         {"AttnscopeDown", "ok"},
                                                         {"AttnscopeErrorRatioHigh", "ok"},
                                                         {"AttnscopeFeedDropping", "ok"},
+                                                        {"AttnscopeNotScraped", "ok"},
                                                         {"AttnscopeQueueWaitHigh", "ok"}}));
 }
 

@@ -76,6 +76,37 @@ TEST(ServiceMetricsTest, FirstEventAndPromptTokens) {
   EXPECT_TRUE(HasLine(text, R"(attnscope_prompt_tokens_sum{model="gpt2"} 1033)"));
 }
 
+// Real runs last minutes and prompts reach 32K tokens and more: each gets a
+// bucket of its own instead of the top one (before: 60 s and 2048 tokens,
+// where a 25-minute request and a 32K-token prompt both landed in +Inf).
+TEST(ServiceMetricsTest, BucketsCoverMinutesAndLongPrompts) {
+  ServiceMetrics metrics;
+  metrics.RecordRequest("Analyze", "m", ServiceMetrics::Origin::kUser, "OK", 25 * 60.0);
+  metrics.RecordRequest("Analyze", "m", ServiceMetrics::Origin::kUser, "OK", 4 * 60.0);
+  metrics.RecordQueueWait("m", ServiceMetrics::Origin::kUser, 20 * 60.0);
+  metrics.RecordFirstEvent("Analyze", 10 * 60.0);
+  metrics.RecordPromptTokens("m", 32768);
+  metrics.RecordPromptTokens("m", 100000);
+  metrics.RecordPromptTokens("m", 131072);
+  const std::string text = Exposition(metrics);
+  const std::string duration =
+      R"(attnscope_request_duration_seconds_bucket{model="m",origin="user",rpc="Analyze",le=")";
+  EXPECT_TRUE(HasLine(text, duration + R"(120"} 0)")) << text;
+  EXPECT_TRUE(HasLine(text, duration + R"(300"} 1)"));
+  EXPECT_TRUE(HasLine(text, duration + R"(1200"} 1)"));
+  EXPECT_TRUE(HasLine(text, duration + R"(1800"} 2)"));
+  EXPECT_TRUE(HasLine(
+      text, R"(attnscope_queue_wait_seconds_bucket{model="m",origin="user",le="600"} 0)"));
+  EXPECT_TRUE(HasLine(
+      text, R"(attnscope_queue_wait_seconds_bucket{model="m",origin="user",le="1800"} 1)"));
+  EXPECT_TRUE(
+      HasLine(text, R"(attnscope_time_to_first_event_seconds_bucket{rpc="Analyze",le="600"} 1)"));
+  EXPECT_TRUE(HasLine(text, R"(attnscope_prompt_tokens_bucket{model="m",le="16384"} 0)"));
+  EXPECT_TRUE(HasLine(text, R"(attnscope_prompt_tokens_bucket{model="m",le="32768"} 1)"));
+  EXPECT_TRUE(HasLine(text, R"(attnscope_prompt_tokens_bucket{model="m",le="65536"} 1)"));
+  EXPECT_TRUE(HasLine(text, R"(attnscope_prompt_tokens_bucket{model="m",le="131072"} 3)"));
+}
+
 TEST(ServiceMetricsTest, GenerationCountsTokensAndThroughput) {
   ServiceMetrics metrics;
   metrics.RecordGeneration("gpt2", 20, 0.5);
