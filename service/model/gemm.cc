@@ -1,8 +1,10 @@
 #include "service/model/gemm.h"
 
 #include <cblas.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <list>
@@ -304,15 +306,64 @@ dnnl::reorder CachedReorder(const memory::desc& from, const memory::desc& to) {
   return r;
 }
 
-// The descriptors of a chunk of `rows` x k stored as `type`, and the
-// primitive that widens a bfloat16 one (made once: making it per product
-// cost as much as running it).
-Chunk MakeChunk(int64_t row0, int64_t rows, int64_t k, PackedType type) {
+// One allocation for every chunk of a matrix, aligned to 2 MiB and advised
+// as huge pages where the kernel offers them (transparent_hugepage=madvise):
+// a model's packed weights are gigabytes, and faulting them in 4 KiB at a
+// time cost more than packing them (seconds of system time at load).
+class WeightBuffer {
+ public:
+  explicit WeightBuffer(size_t bytes) {
+    constexpr size_t kHuge = size_t{2} << 20;
+    const size_t rounded = std::max<size_t>((bytes + kHuge - 1) / kHuge * kHuge, kHuge);
+    data_ = static_cast<uint8_t*>(std::aligned_alloc(kHuge, rounded));
+    if (data_ == nullptr) throw std::bad_alloc();
+    ::madvise(data_, rounded, MADV_HUGEPAGE);  // advice: ignored where unsupported
+  }
+  ~WeightBuffer() { std::free(data_); }
+  WeightBuffer(const WeightBuffer&) = delete;
+  WeightBuffer& operator=(const WeightBuffer&) = delete;
+  uint8_t* data() const { return data_; }
+
+ private:
+  uint8_t* data_ = nullptr;
+};
+
+// Byte offsets of chunks of these sizes laid out in one buffer (each at a
+// multiple of 4 KiB), and the buffer's size (last element).
+std::vector<size_t> ChunkOffsets(const std::vector<size_t>& sizes) {
+  std::vector<size_t> offsets;
+  size_t at = 0;
+  for (size_t bytes : sizes) {
+    offsets.push_back(at);
+    at += (bytes + 4095) / 4096 * 4096;
+  }
+  offsets.push_back(at);
+  return offsets;
+}
+
+// Faults in the pages of [p, p + bytes) in one call where the kernel can
+// (MADV_POPULATE_READ, Linux 5.14): packing reads a mapped checkpoint once,
+// and one fault per 4 KiB page was most of the load's system time.
+void Prefault(const void* p, size_t bytes) {
+#ifdef MADV_POPULATE_READ
+  const auto begin = reinterpret_cast<uintptr_t>(p) / 4096 * 4096;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
+  if (bytes > 0) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+// The descriptors of a chunk of `rows` x k stored as `type`, its memory at
+// `data` (desc.get_size() bytes), and the primitive that widens a bfloat16
+// one (made once: making it per product cost as much as running it).
+Chunk MakeChunk(int64_t row0, int64_t rows, int64_t k, PackedType type, void* data) {
   Chunk c;
   c.row0 = row0;
   c.rows = rows;
   c.desc = PackedDesc(rows, k, type);
-  c.packed = memory(c.desc, Engine());
+  c.packed = memory(c.desc, Engine(), data);
   if (type == PackedType::kBfloat16) {
     c.wide = PackedDesc(rows, k, PackedType::kFloat32);
     c.widen = CachedReorder(c.desc, c.wide);
@@ -322,9 +373,6 @@ Chunk MakeChunk(int64_t row0, int64_t rows, int64_t k, PackedType type) {
 
 }  // namespace
 
-struct PackedMatrix::Impl {
-  std::vector<Chunk> chunks;
-};
 
 namespace {
 
@@ -416,6 +464,26 @@ float Bf16BitsToFloat(uint16_t bits) {
 
 }  // namespace
 
+struct PackedMatrix::Impl {
+  std::unique_ptr<WeightBuffer> buffer;  // every chunk's memory
+  std::vector<Chunk> chunks;
+
+  // The chunks of an n x k matrix stored as `type`, in one new buffer.
+  static std::unique_ptr<Impl> Make(int64_t n, int64_t k, PackedType type) {
+    auto impl = std::make_unique<Impl>();
+    const std::vector<std::pair<int64_t, int64_t>> rows = ChunkRows(n, k, type);
+    std::vector<size_t> sizes;
+    for (const auto& [row0, count] : rows) sizes.push_back(PackedDesc(count, k, type).get_size());
+    const std::vector<size_t> offsets = ChunkOffsets(sizes);
+    impl->buffer = std::make_unique<WeightBuffer>(offsets.back());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      impl->chunks.push_back(
+          MakeChunk(rows[i].first, rows[i].second, k, type, impl->buffer->data() + offsets[i]));
+    }
+    return impl;
+  }
+};
+
 PackedMatrix::PackedMatrix(int64_t n, int64_t k, PackedType type, std::unique_ptr<Impl> impl)
     : n_(n), k_(k), type_(type), impl_(std::move(impl)) {}
 
@@ -439,16 +507,16 @@ std::shared_ptr<const PackedMatrix> PackedMatrix::Pack(const void* w, PackedType
                                                        int64_t n, int64_t k, int64_t stride_n,
                                                        int64_t stride_k, PackedType type) {
   try {
-    auto impl = std::make_unique<Impl>();
+    std::unique_ptr<Impl> impl = Impl::Make(n, k, type);
+    Prefault(w, static_cast<size_t>((n - 1) * stride_n + (k - 1) * stride_k + 1) *
+                    ElementBytes(source));
     dnnl::stream& stream = ThreadStream();
-    for (const auto& [row0, rows] : ChunkRows(n, k, type)) {
-      Chunk c = MakeChunk(row0, rows, k, type);
+    for (Chunk& c : impl->chunks) {
       // B = W^T (k x rows): B[j][i] = W[row0 + i][j] at w[(row0 + i) * stride_n + j * stride_k].
-      const memory::desc from({k, rows}, DataType(source), Dims{stride_k, stride_n});
-      const auto* base = static_cast<const uint8_t*>(w) + row0 * stride_n * ElementBytes(source);
+      const memory::desc from({k, c.rows}, DataType(source), Dims{stride_k, stride_n});
+      const auto* base = static_cast<const uint8_t*>(w) + c.row0 * stride_n * ElementBytes(source);
       memory src(from, Engine(), const_cast<uint8_t*>(base));
       CachedReorder(from, c.desc).execute(stream, src, c.packed);
-      impl->chunks.push_back(std::move(c));
     }
     stream.wait();
     return std::shared_ptr<const PackedMatrix>(new PackedMatrix(n, k, type, std::move(impl)));
@@ -459,11 +527,8 @@ std::shared_ptr<const PackedMatrix> PackedMatrix::Pack(const void* w, PackedType
 
 std::shared_ptr<const PackedMatrix> PackedMatrix::Converted(PackedType type) const {
   try {
-    auto impl = std::make_unique<Impl>();
+    std::unique_ptr<Impl> impl = Impl::Make(n_, k_, type);
     dnnl::stream& stream = ThreadStream();
-    for (const auto& [row0, rows] : ChunkRows(n_, k_, type)) {
-      impl->chunks.push_back(MakeChunk(row0, rows, k_, type));
-    }
     // Every overlap of a source chunk and a target chunk, as sub-memories of
     // both (chunk boundaries are multiples of 64 rows, oneDNN's blocks).
     for (const Chunk& from : impl_->chunks) {
