@@ -73,13 +73,6 @@ absl::StatusOr<bool> ParseColorFlag(const Flags& flags) {
   return color == "always" || (color == "auto" && isatty(STDOUT_FILENO) != 0);
 }
 
-bool WantsHelp(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
-
 absl::StatusOr<std::unique_ptr<engine::ModelBundle>> LoadModelFromFlags(const Flags& flags) {
   ATTNSCOPE_ASSIGN_OR_RETURN(int64_t threads, flags.GetInt("threads", 0, 1, 1024));
   const unsigned cores = std::thread::hardware_concurrency();

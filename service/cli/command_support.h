@@ -25,9 +25,6 @@ int UsageError(const std::string& command, const absl::Status& status);
 // Prints "attnscope <command>: <message>"; returns 1.
 int RuntimeError(const std::string& command, const absl::Status& status);
 
-// True if the arguments ask for help ("--help" or "-h" anywhere).
-bool WantsHelp(const std::vector<std::string>& args);
-
 // The model of --model (default: the bundled model), with --threads applied
 // (a warning on stderr when it exceeds the machine's cores), on the device of
 // --device (default cpu; FailedPrecondition for cuda on a build without it).

@@ -122,4 +122,11 @@ absl::StatusOr<std::vector<int64_t>> ParseIdList(const std::string& text,
   return ids;
 }
 
+bool WantsHelp(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
 }  // namespace attnscope::cli

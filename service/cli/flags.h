@@ -45,4 +45,7 @@ class Flags {
 // ids at all.
 absl::StatusOr<std::vector<int64_t>> ParseIdList(const std::string& text, const std::string& what);
 
+// True if `args` holds --help or -h.
+bool WantsHelp(const std::vector<std::string>& args);
+
 }  // namespace attnscope::cli

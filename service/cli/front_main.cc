@@ -36,13 +36,6 @@ int RunEngine(char** argv) {
   return 1;
 }
 
-bool WantsHelp(const std::vector<std::string>& args) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,7 +46,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   // `models` without --server (which would come before the command).
-  if (!args.empty() && args[0] == "models" && !WantsHelp(args)) {
+  if (!args.empty() && args[0] == "models" && !attnscope::cli::WantsHelp(args)) {
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     auto flags = attnscope::cli::Flags::Parse(rest, attnscope::cli::ModelsFlagSpecs());
     if (!flags.ok()) {
