@@ -1,6 +1,6 @@
 // The dashboard's keyboard shortcuts, pressed on the real MainWindow
 // (offscreen) connected to the real attnscope-server: F1 lists every key of
-// the README's shortcut table, each bound to an action of the window;
+// docs/dashboard.md's shortcut table, each bound to an action of the window;
 // Ctrl+Shift+N moves the focus to the prompt editor; F5 analyzes the shown
 // prompt again with its own options, and a shown chat again as a chat.
 #include <QAction>
@@ -47,11 +47,11 @@ bool writeChatModel(const QString& dir) {
   return config.open(QIODevice::WriteOnly) && config.write(kChatTemplateConfig) > 0;
 }
 
-// The keys column of the README's "| keys | action |" table.
-QStringList readmeShortcutKeys() {
-  QFile readme(QStringLiteral(ATTNSCOPE_README));
-  if (!readme.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
-  const QStringList lines = QString::fromUtf8(readme.readAll()).split(QLatin1Char('\n'));
+// The keys column of docs/dashboard.md's "| keys | action |" table.
+QStringList documentedShortcutKeys() {
+  QFile doc(QStringLiteral(ATTNSCOPE_DASHBOARD_DOC));
+  if (!doc.open(QIODevice::ReadOnly | QIODevice::Text)) return {};
+  const QStringList lines = QString::fromUtf8(doc.readAll()).split(QLatin1Char('\n'));
   QStringList keys;
   const int header = int(lines.indexOf(QStringLiteral("| keys | action |")));
   if (header < 0) return {};
@@ -115,7 +115,7 @@ class DashboardShortcutsTest : public QObject {
              qPrintable(m_server.error()));
   }
 
-  void f1ListsEveryShortcutOfTheReadme();
+  void f1ListsEveryDocumentedShortcut();
   void ctrlShiftNFocusesThePromptEditor();
   void f5AnalyzesTheShownPromptAgainWithItsOptions();
   void f5SendsAShownChatAgainAsAChat();
@@ -138,8 +138,8 @@ void DashboardShortcutsTest::showConnected(MainWindow* window) {
   QTRY_COMPARE_WITH_TIMEOUT(window->connectionState(), Connection::State::Connected, kLong);
 }
 
-void DashboardShortcutsTest::f1ListsEveryShortcutOfTheReadme() {
-  const QStringList keys = readmeShortcutKeys();
+void DashboardShortcutsTest::f1ListsEveryDocumentedShortcut() {
+  const QStringList keys = documentedShortcutKeys();
   QVERIFY2(keys.size() >= 6, qPrintable(keys.join(QStringLiteral(", "))));
   for (const char* promised : {"F1", "F5", "Ctrl+Shift+N"}) {
     QVERIFY2(keys.contains(QLatin1String(promised)), promised);
@@ -148,7 +148,7 @@ void DashboardShortcutsTest::f1ListsEveryShortcutOfTheReadme() {
   showConnected(&window);
   if (QTest::currentTestFailed()) return;
 
-  // Every key of the README is the shortcut of an action of the window.
+  // Every documented key is the shortcut of an action of the window.
   QList<QKeySequence> bound;
   for (const QAction* action : window.findChildren<QAction*>()) bound += action->shortcuts();
   for (const QString& key : keys) {
