@@ -21,6 +21,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev zlib1g-dev
   openssl
+  python3 curl
   chromium
   clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
