@@ -30,7 +30,7 @@ endif()
 # The sanitizer builds compile at -O1 with line tables only (-g1, after the
 # build type's -O2 -g, so they win): stack traces keep file:line, and the
 # libtorch translation units compile faster and smaller than at -O2 -g, which
-# helps both suites fit CI's time (README "Sanitizers").
+# helps both suites fit CI's time (docs/testing.md "Sanitizers").
 if(ATTNSCOPE_SANITIZE AND NOT ATTNSCOPE_FUZZ)
   add_compile_options(-O1 -g1)
 endif()

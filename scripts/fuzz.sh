@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The libFuzzer targets (tests/fuzz, README "Fuzzing"): builds them into
+# The libFuzzer targets (tests/fuzz, docs/testing.md "Fuzzing"): builds them into
 # build-fuzz/ with clang (ASan + UBSan + coverage, no libtorch), then runs them.
 #
 #   scripts/fuzz.sh [smoke] [CTEST ARGS...]

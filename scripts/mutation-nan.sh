@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A mutation run for the test suite's NaN rule (README "Tests"): plants NaN
+# A mutation run for the test suite's NaN rule (docs/testing.md): plants NaN
 # in the statistics (PromptAnalyzer::Finish: every sink score, attention
 # entropy, next-token entropy and the health), rebuilds, and runs the tests
 # that compare the project with itself (blocks vs whole layers, threads,

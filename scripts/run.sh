@@ -8,7 +8,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${ATTNSCOPE_BUILD_DIR:-$ROOT/build}"
 # OpenBLAS 0.3.21 does not recognise some (virtual) CPU models and falls back
 # to generic kernels several times slower; name the right ones unless the
-# environment already does (see README, Performance).
+# environment already does (see docs/performance.md).
 if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
   if grep -qw avx512f /proc/cpuinfo; then
     export OPENBLAS_CORETYPE=SkylakeX

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The sanitizer suites (README "Sanitizers"), each in its own build directory:
+# The sanitizer suites (docs/testing.md "Sanitizers"), each in its own build directory:
 #   scripts/sanitize.sh asan [CTEST ARGS...]  build-asan/: ASan + UBSan, the unit
 #       tests, every family's forward pass against its reference (model_test),
 #       and the real server under the security, limits, faults and eviction
@@ -28,7 +28,7 @@ case "$kind" in
     build_dir="$ROOT/build-asan"
     cmake_args="-DATTNSCOPE_SANITIZE=address -DATTNSCOPE_BUILD_BENCH=OFF"
     # rpc_test runs under TSan (below); here the server runs under
-    # rpc_security_test and rpc_eviction_test (CI's time: README "Sanitizers").
+    # rpc_security_test and rpc_eviction_test (CI's time: docs/testing.md "Sanitizers").
     targets=(test_common_test core_test engine_test rpc_unit_test kv_cache_test tensor_cache_test eviction_test
              deploy_test deploy_manifests_test metrics_test metrics_torch_test model_test
              gemm_test rpc_security_test rpc_eviction_test)

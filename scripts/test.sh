@@ -5,7 +5,7 @@
 # directory. Exits non-zero on any failure, after running every suite.
 # Extra arguments go to the first ctest run (e.g. -L unit, -R Tokenizer).
 # ATTNSCOPE_EXTRA_SUITES picks the extra suites (default "fuzz asan tsan",
-# what CI runs: README "Sanitizers"; "none" or "" for the plain suite only;
+# what CI runs: docs/testing.md "Sanitizers"; "none" or "" for the plain suite only;
 # with ctest arguments the default is none).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

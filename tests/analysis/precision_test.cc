@@ -27,7 +27,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // Largest |bf16 - float32| measured on each fixture's reference prompt
-// (bench/bf16_bench; the README's bf16 section), the larger of oneDNN's
+// (bench/bf16_bench; docs/performance.md, bf16), the larger of oneDNN's
 // bfloat16 kernels and the rounded-operand OpenBLAS path (ATTNSCOPE_GEMM=blas,
 // what CPUs without AVX-512 BF16 run); the sums' order moves them by up to
 // ~16% (qwen2). Each fixture is held to kBf16Margin times its own figures,

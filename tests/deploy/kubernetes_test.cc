@@ -463,7 +463,7 @@ TEST(KubernetesRenderTest, MemoryCoversTheModelsEachPodServes) {
 // The formula must not be below what was measured: Qwen2.5-0.5B's shape
 // (942 MiB BF16) peaked at 1,213, 1,263 and 1,319 MiB at T = 128, 512 and
 // 2,048 (float32; bf16 a little less) in one `attnscope analyze` process, no
-// raw attention asked for (README, Real sizes, 2026-12-03). Nor absurdly above it (2 x), or it would
+// raw attention asked for (docs/performance.md, Real sizes, 2026-12-03). Nor absurdly above it (2 x), or it would
 // reserve memory no pod uses.
 TEST(KubernetesRenderTest, MemoryFormulaBoundsTheMeasuredPeaks) {
   const testing::ModelShape* qwen = testing::FindModelShape("Qwen2.5-0.5B");
@@ -604,7 +604,7 @@ TEST(KubernetesRenderTest, PrometheusRuleIsTheAlertRulesWithAbsent) {
 // What the larger checkpoints need besides memory: room on the volume, and
 // time to load before the startup probe gives up. Loading assumed at 30 s a
 // GiB (a slow network volume; Qwen2.5-0.5B's 942 MiB loaded from a local
-// disk in 4.2 s, README, Real sizes) plus 60 s.
+// disk in 4.2 s, docs/performance.md, Real sizes) plus 60 s.
 TEST(KubernetesRenderTest, VolumeAndStartupFitTheCheckpoints) {
   for (const fs::path& dir : Applicable()) {
     const ServedPod served = Render(dir);

@@ -33,7 +33,7 @@ namespace attnscope::deploy::testing {
 inline constexpr double kMiB = 1024.0 * 1024.0;
 inline constexpr double kGiB = 1024.0 * kMiB;
 // Measured: a fresh `attnscope analyze` process holds ~200 MiB besides the
-// weights (README, Real sizes: 1,135 MiB with the 942 MiB Qwen2.5-0.5B
+// weights (docs/performance.md, Real sizes: 1,135 MiB with the 942 MiB Qwen2.5-0.5B
 // weights; Tensor memory: 152 MiB of libtorch and its libraries); the
 // tensor cache keeps up to 256 MiB of freed buffers; the server adds gRPC.
 inline constexpr double kBaselineBytes = 512 * kMiB;

@@ -24,7 +24,7 @@ const char kFixture[] = "models/gpt2-random-hub-layout";
 const char kVariants[] = "reference/gpt2-fixture-variants.safetensors";
 
 // float32 forward vs float64 reference on the small fixture: measured
-// differences are ~1e-6 (see the README's precision table).
+// differences are ~1e-6 (see docs/models.md, Accuracy).
 constexpr double kAttentionTol = 1e-5, kHiddenTol = 1e-4, kLogitTol = 1e-4;
 
 ReferenceTensors Load(const std::string& file, const std::string& prefix = "") {
