@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "client/models/token_labels.h"
+
 namespace attnscope::dashboard {
 namespace {
 
@@ -69,10 +71,15 @@ void GenerationTrace::clear() {
 }
 
 QString GenerationTrace::text() const {
-  if (m_summary.has_value()) return QString::fromStdString(m_summary->text());
-  QString out;
-  for (const v1::GeneratedToken& t : m_tokens) out += QString::fromStdString(t.text());
-  return out;
+  // The summary's text is the tokenizer's decoding, with U+FFFD where it
+  // stops inside a character; the tokens' own texts keep those bytes.
+  if (m_summary.has_value()) {
+    const QString decoded = QString::fromStdString(m_summary->text());
+    if (!decoded.contains(QChar(0xFFFD))) return decoded;
+  }
+  QStringList texts;
+  for (const v1::GeneratedToken& t : m_tokens) texts << QString::fromStdString(t.text());
+  return joinTokenTexts(texts);
 }
 
 const v1::GenerateSummary* GenerationTrace::summary() const {

@@ -24,7 +24,10 @@ class GenerationTrace {
   bool hasPrompt() const { return m_hasPrompt; }
   QStringList promptTexts() const { return m_promptTexts; }
   const QVector<attnscope::v1::GeneratedToken>& tokens() const { return m_tokens; }
-  // The generated text so far (the summary's once it arrived).
+  // The generated text so far: the summary's once it arrived, unless that
+  // has U+FFFD (a character cut between tokens, or bytes that are no
+  // character); else the tokens' texts joined (joinTokenTexts: byte
+  // fragments as characters where they make one, else as <0xNN>).
   QString text() const;
   const attnscope::v1::GenerateSummary* summary() const;
 

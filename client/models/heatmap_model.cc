@@ -1,6 +1,7 @@
 #include "client/models/heatmap_model.h"
 
 #include <QFont>
+#include <cmath>
 
 #include "client/models/colors.h"
 #include "client/models/token_labels.h"
@@ -56,15 +57,35 @@ void HeatmapModel::setMaxLabelledTokens(int tokens) {
   if (n > 0) Q_EMIT dataChanged(index(0, 0), index(n - 1, n - 1), {Qt::DisplayRole});
 }
 
-void HeatmapModel::onAttentionReady(int layer, int head) {
-  if (layer != m_layer || head != m_head) return;
+void HeatmapModel::setScale(HeatScaleKind kind) {
+  if (kind == m_scale.kind()) return;
+  m_scale = HeatScale(kind);
+  repaintCells();
+  Q_EMIT scaleChanged();
+}
+
+void HeatmapModel::setRowNormalised(bool normalised) {
+  if (normalised == m_rowNormalised) return;
+  m_rowNormalised = normalised;
+  repaintCells();
+  Q_EMIT scaleChanged();
+}
+
+void HeatmapModel::repaintCells() {
   const int n = rowCount();
   if (n > 0) Q_EMIT dataChanged(index(0, 0), index(n - 1, n - 1));
+}
+
+void HeatmapModel::onAttentionReady(int layer, int head) {
+  if (layer != m_layer || head != m_head) return;
+  m_rowMax.clear();
+  repaintCells();
 }
 
 void HeatmapModel::refresh() {
   beginResetModel();
   m_highlightedRow = -1;
+  m_rowMax.clear();
   endResetModel();
 }
 
@@ -75,6 +96,20 @@ const QVector<float>* HeatmapModel::weights() const {
 double HeatmapModel::weight(int row, int column) const {
   const QVector<float>* w = weights();
   return w == nullptr ? 0.0 : (*w)[row * rowCount() + column];
+}
+
+double HeatmapModel::rowMax(int row) const {
+  const QVector<float>* w = weights();
+  const int n = rowCount();
+  if (w == nullptr || row < 0 || row >= n) return 0.0;
+  if (m_rowMax.size() != n) m_rowMax.fill(-1.0, n);
+  // Keys after the query are masked: the row's maximum is over 0..row.
+  if (m_rowMax[row] < 0.0) m_rowMax[row] = rowMaximum(w->constData() + qsizetype(row) * n, row + 1);
+  return m_rowMax[row];
+}
+
+double HeatmapModel::scaled(int row, double w) const {
+  return m_scale.position(m_rowNormalised ? normalisedByRow(w, rowMax(row)) : w);
 }
 
 bool HeatmapModel::isRead(int key) const {
@@ -98,6 +133,8 @@ QVariant HeatmapModel::data(const QModelIndex& index, int role) const {
   switch (role) {
     case WeightRole:
       return w;
+    case ScaledRole:
+      return scaled(row, w);
     case Qt::DisplayRole:
       return n <= m_maxLabelled && w >= 0.005 ? QVariant(shortWeight(w)) : QVariant();
     case Qt::BackgroundRole:
@@ -114,16 +151,22 @@ QVariant HeatmapModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant HeatmapModel::cellBackground(int row, double w) const {
-  const QColor color = heatColor(w);
+  const double t = scaled(row, w);
+  const QColor color = std::isnan(t) ? HeatScale::missingColor() : heatColor(t);
   if (m_highlightedRow >= 0 && row != m_highlightedRow) return faded(color, 0.7);
   return color;
 }
 
 QVariant HeatmapModel::cellToolTip(int row, int column, double w) const {
-  return QStringLiteral("query %1 reads key %2: %3")
-      .arg(positionedTokenLabel(row, m_analysis->token(row).text, 24),
-           positionedTokenLabel(column, m_analysis->token(column).text, 24))
-      .arg(w, 0, 'f', 4);
+  QString text = QStringLiteral("query %1 reads key %2: %3")
+                     .arg(positionedTokenLabel(row, m_analysis->token(row).text, 24),
+                          positionedTokenLabel(column, m_analysis->token(column).text, 24))
+                     .arg(w, 0, 'g', 4);
+  const double top = rowMax(row);
+  if (m_rowNormalised && top > 0.0) {
+    text += QStringLiteral(" (%1 of the row's peak)").arg(w / top, 0, 'f', 3);
+  }
+  return text;
 }
 
 QVariant HeatmapModel::headerData(int section, Qt::Orientation orientation, int role) const {

@@ -224,6 +224,19 @@ class GenerationTraceTest : public QObject {
                           generatedToken(1, 2, "!", 0.3)}
         << 0 << ""
         << " z!";
+    // Byte-level tokens: three fragments of an em dash make the dash; a
+    // generation that stops inside a character keeps its byte, where the
+    // server's decoding has U+FFFD.
+    QTest::newRow("byte fragments make a character")
+        << GenerateEvents{generatePrompt({"a"}), generatedToken(0, 1, "<0xE2>", 0.2),
+                          generatedToken(1, 2, "<0x80>", 0.2), generatedToken(2, 3, "<0x94>", 0.2),
+                          generatedToken(3, 4, " ok", 0.2)}
+        << 0 << "" << QString::fromUtf8("\xE2\x80\x94 ok");
+    QTest::newRow("cut inside a character")
+        << GenerateEvents{generatePrompt({"a"}), generatedToken(0, 1, " ok", 0.2),
+                          generatedToken(1, 2, "<0xE2>", 0.2),
+                          generateSummary(QString::fromUtf8(" ok\xEF\xBF\xBD"))}
+        << 0 << "" << " ok<0xE2>";
   }
 
   void streams() {
