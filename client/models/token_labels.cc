@@ -90,6 +90,26 @@ QString promptPreviewLine(const QString& text, int maxChars) {
   return cut(line, maxChars);
 }
 
+QString breakLongRuns(const QString& text, int maxRun) {
+  if (maxRun < 1 || text.size() <= maxRun) return text;
+  const QChar zeroWidthSpace(0x200B);
+  QString out;
+  out.reserve(text.size() + text.size() / maxRun);
+  int run = 0;
+  for (qsizetype i = 0; i < text.size(); ++i) {
+    const QChar c = text[i];
+    if (c.isSpace() || c == zeroWidthSpace) {
+      run = 0;
+    } else if (run >= maxRun && !c.isLowSurrogate()) {
+      out += zeroWidthSpace;
+      run = 0;
+    }
+    out += c;
+    if (!c.isSpace() && c != zeroWidthSpace && !c.isLowSurrogate()) ++run;
+  }
+  return out;
+}
+
 QString readableBytes(const std::string& bytes) {
   QString out;
   size_t i = 0;

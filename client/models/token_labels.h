@@ -21,6 +21,13 @@ QString positionedTokenLabel(int position, const QString& text, int maxChars = 1
 // A one-line preview of a prompt: newlines shown as '⏎', at most maxChars.
 QString promptPreviewLine(const QString& text, int maxChars = 80);
 
+// `text` with a zero-width space (U+200B, a line-break opportunity) after
+// every maxRun characters of a run without spaces (paths, URLs, generated
+// token strings), so that a wrapping label never needs more width than
+// maxRun characters. Runs up to maxRun, and maxRun < 1, leave it as it is;
+// a surrogate pair is never split.
+QString breakLongRuns(const QString& text, int maxRun = 24);
+
 // Bytes that need not be UTF-8 (a decoded prompt, a token's bytes) as text:
 // valid UTF-8 sequences as their characters, every other byte (a lone or
 // incomplete sequence's) as "<0xNN>" with upper-case hex, never U+FFFD.

@@ -8,6 +8,8 @@
 namespace attnscope::dashboard {
 namespace {
 
+constexpr int kMaxLabelWidth = 420;  // px
+
 constexpr int kDotSize = 12;
 constexpr int kReplicaDotSize = 8;
 
@@ -43,7 +45,7 @@ ConnectionIndicator::ConnectionIndicator(QWidget* parent)
   setState(Connection::State::Disconnected, QString());
 }
 
-QString ConnectionIndicator::text() const { return m_label->text(); }
+QString ConnectionIndicator::text() const { return m_text; }
 
 Connection::State ConnectionIndicator::replicaState(const QString& replica) const {
   const auto it = m_replicaState.find(replica);
@@ -64,7 +66,10 @@ void ConnectionIndicator::setState(Connection::State state, const QString& detai
   m_state = state;
   paintDot(m_dot, state, kDotSize);
   const QString name = Connection::stateName(state);
-  m_label->setText(detail.isEmpty() ? name : name + QStringLiteral(" · ") + detail);
+  m_text = detail.isEmpty() ? name : name + QStringLiteral(" · ") + detail;
+  // A long error must not widen the status bar, and with it the window:
+  // one line, elided; the tooltip has it all.
+  m_label->setText(m_label->fontMetrics().elidedText(m_text, Qt::ElideRight, kMaxLabelWidth));
   updateToolTip();
 }
 
@@ -110,7 +115,7 @@ void ConnectionIndicator::setReplicaState(const QString& replica, Connection::St
 }
 
 void ConnectionIndicator::updateToolTip() {
-  QStringList lines{m_label->text()};
+  QStringList lines{m_text};
   if (m_replicas.size() > 1) {
     for (const QString& replica : m_replicas) lines << m_replicaState.value(replica).dot->toolTip();
   }

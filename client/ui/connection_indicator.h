@@ -50,6 +50,7 @@ class ConnectionIndicator : public QWidget {
   Connection::State m_state = Connection::State::Disconnected;
   QLabel* m_dot;
   QLabel* m_label;
+  QString m_text;  // the label's whole text; it shows it elided
   QHBoxLayout* m_replicaDots;
   QStringList m_replicas;
   QMap<QString, ReplicaDot> m_replicaState;

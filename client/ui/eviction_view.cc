@@ -9,6 +9,8 @@
 #include <QValueAxis>
 #include <cmath>
 
+#include "client/ui/wrap_label.h"
+
 namespace attnscope::dashboard {
 namespace {
 
@@ -65,7 +67,7 @@ void KeptPositionsView::paintEvent(QPaintEvent*) {
 
 EvictionView::EvictionView(QWidget* parent)
     : QWidget(parent),
-      m_note(new QLabel(this)),
+      m_note(new WrapLabel(this)),
       m_chart(new QChartView(this)),
       m_policyBox(new QComboBox(this)),
       m_summary(new QLabel(this)),
@@ -87,8 +89,6 @@ EvictionView::EvictionView(QWidget* parent)
   m_summary->setObjectName(QStringLiteral("evictionSummary"));
   m_summary->setWordWrap(true);
   m_note->setObjectName(QStringLiteral("evictionNote"));
-  m_note->setWordWrap(true);
-  m_note->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_note->setVisible(false);
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(m_note);
@@ -100,13 +100,13 @@ EvictionView::EvictionView(QWidget* parent)
 }
 
 void EvictionView::setNote(const QString& note, bool isError) {
-  m_note->setText(note);
+  m_note->setLine(note);
   m_note->setStyleSheet(isError ? QStringLiteral("color: #c62828;")
                                 : QStringLiteral("color: #555;"));
   m_note->setVisible(!note.isEmpty());
 }
 
-QString EvictionView::note() const { return m_note->text(); }
+QString EvictionView::note() const { return m_note->line(); }
 
 int EvictionView::curvePoints(int index) const {
   return index >= 0 && index < m_points.size() ? m_points[index] : 0;

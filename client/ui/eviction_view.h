@@ -18,6 +18,8 @@ class QValueAxis;
 
 namespace attnscope::dashboard {
 
+class WrapLabel;
+
 // Paints one policy's kept positions as an image, one column per step.
 class KeptPositionsView : public QWidget {
   Q_OBJECT
@@ -58,7 +60,7 @@ class EvictionView : public QWidget {
   void showKept(int comboIndex);
 
   EvictionRun m_run;
-  QLabel* m_note;
+  WrapLabel* m_note;
   QChartView* m_chart;
   QValueAxis* m_x;
   QLogValueAxis* m_y;

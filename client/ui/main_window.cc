@@ -2,6 +2,7 @@
 
 #include <QCloseEvent>
 #include <QGroupBox>
+#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
 #include <QStatusBar>
@@ -31,6 +32,15 @@ void setChat(const ChatInput& chat, v1::Conversation* conversation) {
   conversation->set_add_generation_prompt(chat.addGenerationPrompt);
 }
 constexpr int kStatusMessageMs = 8000;
+
+// 1600 x 1000, or the screen's available area less room for the window's
+// frame where that is smaller (a 1366 x 768 laptop).
+QSize defaultWindowSize(const QScreen* screen) {
+  const QSize wanted(1600, 1000);
+  if (screen == nullptr) return wanted;
+  const QSize room = screen->availableGeometry().size() - QSize(16, 48);
+  return wanted.boundedTo(room.expandedTo(QSize(640, 480)));
+}
 
 QGroupBox* framed(const QString& title, QWidget* content) {
   auto* box = new QGroupBox(title);
@@ -157,7 +167,7 @@ void MainWindow::buildLayout() {
   setCentralWidget(m_mainSplitter);
   m_indicator = new ConnectionIndicator;
   statusBar()->addPermanentWidget(m_indicator);
-  resize(1600, 1000);
+  resize(defaultWindowSize(screen()));
   connect(m_feedPanel, &FeedPanel::requestSelected, this, &MainWindow::onRequestSelected);
   connect(m_feed, &FeedModel::modelSeen, m_feedPanel, &FeedPanel::addModelName);
   connect(m_feed, &FeedModel::droppedEventsChanged, m_feedPanel, &FeedPanel::setDropped);

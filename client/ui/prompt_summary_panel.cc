@@ -5,6 +5,7 @@
 
 #include "client/models/colors.h"
 #include "client/models/token_labels.h"
+#include "client/ui/wrap_label.h"
 
 namespace attnscope::dashboard {
 namespace {
@@ -26,7 +27,8 @@ PromptSummaryPanel::PromptSummaryPanel(QWidget* parent)
       m_sinks(makeLabel(this, "sinksLabel")),
       m_structural(makeLabel(this, "structuralLabel")),
       m_details(makeLabel(this, "detailsLabel")),
-      m_note(makeLabel(this, "noteLabel")) {
+      m_note(new WrapLabel(this)) {
+  m_note->setObjectName(QStringLiteral("noteLabel"));
   m_health->setAlignment(Qt::AlignCenter);
   m_health->setMinimumWidth(110);
   m_health->setWordWrap(false);
@@ -56,7 +58,7 @@ void PromptSummaryPanel::setAnalysis(PromptAnalysis* analysis) {
 }
 
 void PromptSummaryPanel::setNote(const QString& note, bool isError) {
-  m_note->setText(note.toHtmlEscaped());
+  m_note->setLine(note);
   m_note->setStyleSheet(isError ? QStringLiteral("color: #c62828;")
                                 : QStringLiteral("color: #1d4f91;"));
 }
@@ -65,14 +67,16 @@ QString PromptSummaryPanel::healthText() const { return m_health->text(); }
 QString PromptSummaryPanel::sinksText() const { return m_sinks->text(); }
 QString PromptSummaryPanel::structuralText() const { return m_structural->text(); }
 QString PromptSummaryPanel::promptText() const { return m_prompt->text(); }
+QString PromptSummaryPanel::noteText() const { return m_note->line(); }
 
 void PromptSummaryPanel::refresh() {
   const attnscope::v1::Summary* summary = m_analysis ? m_analysis->summary() : nullptr;
   const QString prompt = m_analysis ? m_analysis->promptText() : QString();
   m_prompt->setText(prompt.isEmpty() ? tr("Select a prompt in the feed, or send one.")
                                      : QStringLiteral("<b>%1</b> · %2")
-                                           .arg(m_analysis->model().toHtmlEscaped(),
-                                                promptPreviewLine(prompt, 160).toHtmlEscaped()));
+                                           .arg(breakLongRuns(m_analysis->model()).toHtmlEscaped(),
+                                                breakLongRuns(promptPreviewLine(prompt, 160))
+                                                    .toHtmlEscaped()));
   if (summary == nullptr) {
     const bool failed = m_analysis && !m_analysis->failure().isEmpty();
     const bool waiting = m_analysis && !prompt.isEmpty() && !failed;
@@ -80,7 +84,7 @@ void PromptSummaryPanel::refresh() {
     m_health->setStyleSheet(QStringLiteral("font-size: 26pt; color: #777;"));
     if (failed) {
       m_sinks->setText(tr("<span style='color:#c62828'><b>Failed:</b> %1</span>")
-                           .arg(m_analysis->failure().toHtmlEscaped()));
+                           .arg(breakLongRuns(m_analysis->failure()).toHtmlEscaped()));
     } else if (waiting && m_analysis->hasTokens()) {
       m_sinks->setText(tr("analyzing %1 tokens…").arg(m_analysis->tokenCount()));
     } else {
@@ -89,7 +93,7 @@ void PromptSummaryPanel::refresh() {
     m_structural->clear();
     m_details->setText(m_analysis && !m_analysis->errors().isEmpty()
                            ? tr("<span style='color:#c62828'>%1</span>")
-                                 .arg(m_analysis->errors().last().toHtmlEscaped())
+                                 .arg(breakLongRuns(m_analysis->errors().last()).toHtmlEscaped())
                            : QString());
     return;
   }

@@ -10,6 +10,10 @@
 class QLabel;
 
 namespace attnscope::dashboard {
+class WrapLabel;
+}
+
+namespace attnscope::dashboard {
 
 class PromptSummaryPanel : public QWidget {
   Q_OBJECT
@@ -27,6 +31,7 @@ class PromptSummaryPanel : public QWidget {
   QString sinksText() const;
   QString structuralText() const;
   QString promptText() const;
+  QString noteText() const;
 
  private:
   void refresh();
@@ -40,7 +45,7 @@ class PromptSummaryPanel : public QWidget {
   QLabel* m_sinks;
   QLabel* m_structural;
   QLabel* m_details;
-  QLabel* m_note;
+  WrapLabel* m_note;
 };
 
 }  // namespace attnscope::dashboard

@@ -13,6 +13,7 @@
 #include <QVBoxLayout>
 
 #include "client/models/token_ids.h"
+#include "client/ui/wrap_label.h"
 
 namespace attnscope::dashboard {
 
@@ -30,7 +31,7 @@ SendPanel::SendPanel(QWidget* parent)
       m_ids(new QCheckBox(tr("token &ids"), this)),
       m_chat(new QCheckBox(tr("c&hat"), this)),
       m_generationPrompt(new QCheckBox(tr("+ reply &header"), this)),
-      m_status(new QLabel(this)) {
+      m_status(new WrapLabel(this)) {
   setObjectName(QStringLiteral("sendPanel"));
   m_prompt->setObjectName(QStringLiteral("promptEdit"));
   m_model->setObjectName(QStringLiteral("sendModelCombo"));
@@ -67,8 +68,6 @@ SendPanel::SendPanel(QWidget* parent)
          "as a model sees it before it replies"));
   m_generationPrompt->setVisible(false);
   m_status->setObjectName(QStringLiteral("sendStatus"));
-  m_status->setWordWrap(true);
-  m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
   m_prompt->setPlaceholderText(tr("Type a prompt, then Ctrl+Return"));
   m_prompt->setTabChangesFocus(true);
   m_prompt->setMaximumHeight(m_prompt->fontMetrics().height() * 5);
@@ -221,12 +220,12 @@ void SendPanel::send() {
 }
 
 void SendPanel::setStatus(const QString& text, bool isError) {
-  m_status->setText(text);
+  m_status->setLine(text);
   m_status->setStyleSheet(isError ? QStringLiteral("color: #c62828;")
                                   : QStringLiteral("color: #555;"));
 }
 
-QString SendPanel::statusText() const { return m_status->text(); }
+QString SendPanel::statusText() const { return m_status->line(); }
 
 void SendPanel::setModels(const attnscope::v1::ListModelsResponse& models) {
   const QString current = m_model->currentData().toString();

@@ -12,6 +12,7 @@
 
 #include "attnscope/v1/attnscope.pb.h"
 #include "client/models/chat_input.h"
+#include "client/ui/wrap_label.h"
 
 class QCheckBox;
 class QComboBox;
@@ -70,7 +71,7 @@ class SendPanel : public QWidget {
   SendRequest currentRequest(QString* error = nullptr) const;
   // The line under the prompt: what the last send is doing, or why it failed.
   QString statusText() const;
-  QLabel* statusLabel() const { return m_status; }
+  WrapLabel* statusLabel() const { return m_status; }
 
  public Q_SLOTS:
   // Emits sendRequested unless the prompt is empty; ids or a chat that do not
@@ -100,7 +101,7 @@ class SendPanel : public QWidget {
   QCheckBox* m_ids;
   QCheckBox* m_chat;
   QCheckBox* m_generationPrompt;
-  QLabel* m_status;
+  WrapLabel* m_status;
   QMap<QString, qint64> m_vocab;  // model name -> vocabulary size ("" = default)
 };
 

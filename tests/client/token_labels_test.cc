@@ -75,6 +75,28 @@ class TokenLabelsTest : public QObject {
     QCOMPARE(attnscope::dashboard::visibleTokenText(text, maxChars), shown);
   }
 
+  void breakLongRuns_data() {
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<int>("maxRun");
+    QTest::addColumn<QString>("broken");  // '|' stands for U+200B
+    QTest::newRow("short words untouched") << "generated 24 tokens" << 9 << "generated 24 tokens";
+    QTest::newRow("one long run") << "abcdefghij" << 4 << "abcd|efgh|ij";
+    QTest::newRow("runs restart at spaces") << "abc defgh" << 4 << "abc defg|h";
+    QTest::newRow("exactly maxRun") << "abcd abcd" << 4 << "abcd abcd";
+    QTest::newRow("a pair is one character") << QString::fromUtf8("ab🙂c") << 2
+                                             << QString::fromUtf8("ab|🙂c");
+    QTest::newRow("off") << "abcdefghij" << 0 << "abcdefghij";
+  }
+
+  void breakLongRuns() {
+    QFETCH(QString, text);
+    QFETCH(int, maxRun);
+    QFETCH(QString, broken);
+    const QString actual = attnscope::dashboard::breakLongRuns(text, maxRun);
+    QCOMPARE(QString(actual).replace(QChar(0x200B), QLatin1Char('|')), broken);
+    QCOMPARE(QString(actual).remove(QChar(0x200B)), text);  // nothing else changes
+  }
+
   void labelStep_data() {
     QTest::addColumn<int>("count");
     QTest::addColumn<double>("pixels");

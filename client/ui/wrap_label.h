@@ -1,0 +1,27 @@
+// A label for plain text of any length: status lines, notes, errors,
+// generated text, model names.
+#pragma once
+
+#include <QLabel>
+
+namespace attnscope::dashboard {
+
+// Wraps at spaces and inside runs too long for a line (paths, unbroken
+// generated token strings: breakLongRuns), so that however long the text,
+// the label never asks its layout for more width than a short word's and
+// never widens the window. Selectable with the mouse. line() is the text as
+// set (without the break opportunities); setLine() shows it as plain text.
+class WrapLabel : public QLabel {
+  Q_OBJECT
+
+ public:
+  explicit WrapLabel(QWidget* parent = nullptr);
+
+  void setLine(const QString& text);
+  QString line() const { return m_line; }
+
+ private:
+  QString m_line;
+};
+
+}  // namespace attnscope::dashboard
