@@ -1,6 +1,7 @@
 #include "service/engine/analysis_run.h"
 
 #include <chrono>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "service/analysis/prompt_analyzer.h"
@@ -48,15 +49,25 @@ absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt&
         config.num_layers, config.num_heads, model::ObserverNeeds{true, false, true, true});
     observers.push_back(run.tensors.get());
   }
+  std::optional<PiecePublisher> pieces;
+  if (settings.tensor_sink != nullptr) {
+    pieces.emplace(settings.tensor_request, settings.tensor_sink);
+    observers.push_back(&*pieces);
+  }
   observers.insert(observers.end(), settings.extra_observers.begin(),
                    settings.extra_observers.end());
   model::ForwardOptions forward;
   forward.query_block_size = settings.query_block_size;
-  forward.should_stop = settings.should_stop;
+  // A sink that failed (a full disk) stops the pass at the next layer.
+  forward.should_stop = [&] {
+    return (settings.should_stop && settings.should_stop()) || (pieces && !pieces->status().ok());
+  };
   forward.precision = settings.precision.value_or(model::Precision::kFloat32);
 
   const auto start = std::chrono::steady_clock::now();
-  ATTNSCOPE_RETURN_IF_ERROR(bundle.model->Forward({prompt.ids}, forward, observers));
+  const absl::Status forward_status = bundle.model->Forward({prompt.ids}, forward, observers);
+  if (pieces) ATTNSCOPE_RETURN_IF_ERROR(pieces->status());
+  ATTNSCOPE_RETURN_IF_ERROR(forward_status);
   run.forward_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ATTNSCOPE_ASSIGN_OR_RETURN(run.stats, analyzer.Finish());

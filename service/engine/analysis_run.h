@@ -13,6 +13,7 @@
 #include "service/analysis/structural.h"
 #include "service/engine/model_bundle.h"
 #include "service/engine/prompt.h"
+#include "service/engine/tensor_pieces.h"
 #include "service/model/recorder.h"
 
 namespace attnscope::engine {
@@ -28,8 +29,13 @@ struct AnalysisSettings {
   // The matrix products' precision (statistics are float32 either way);
   // unset: float32 (a remote call then leaves it to the server's default).
   std::optional<model::Precision> precision;
-  // Keep attentions (L,H,T,T), hidden states and logits, e.g. for --export.
+  // Keep attentions (L,H,T,T), hidden states and logits in memory.
   bool record_tensors = false;
+  // Tensors handed piece by piece to `tensor_sink` as the pass publishes
+  // them (the --export file, the --viewer page), in bounded memory; with
+  // --server the same pieces come from the server's stream.
+  TensorRequest tensor_request;
+  TensorPieceSink* tensor_sink = nullptr;
   // The most likely next tokens reported per position (PromptStats::top_predictions).
   int64_t top_predictions = 5;
   // Checked before each layer; true aborts with CancelledError.

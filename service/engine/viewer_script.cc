@@ -1,5 +1,6 @@
 // The viewer's script (see viewer_html.h): plain JavaScript drawing on
-// canvases; heads are decoded (base64, deflate, 8-bit rows) only when shown.
+// canvases; heads are decoded (base64, deflate, 8-bit dense or sparse rows)
+// only when shown.
 #include "service/engine/viewer_html.h"
 
 namespace attnscope::engine::internal {
@@ -10,6 +11,8 @@ window.addEventListener("error", (e) => errors.push(String(e.message)));
 window.addEventListener("unhandledrejection", (e) => errors.push(String(e.reason)));
 const D = JSON.parse(document.getElementById("attnscope-data").textContent);
 const T = D.tokens.length, L = D.layers, H = D.heads;
+// The model's indices of the page's layers and heads (a selection of them).
+const LID = D.layer_ids || [...Array(L).keys()], HID = D.head_ids || [...Array(H).keys()];
 const $ = (id) => document.getElementById(id);
 const state = { layer: 0, head: 0, row: -1, A: null, pending: Promise.resolve(), labels: [] };
 const ACCENT = [36, 88, 211], TRI = [238, 241, 245];
@@ -27,6 +30,113 @@ function bytesOf(b64) {
   return out;
 }
 
+// A zlib stream (RFC 1950/1951) inflated synchronously: the browser's
+// DecompressionStream takes seconds on its first use in headless Chromium,
+// and a head is a few hundred KB. Codes are read bit by bit (as zlib's puff).
+const LBASE = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99,
+  115, 131, 163, 195, 227, 258];
+const LEXT = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0];
+const DBASE = [1, 2, 3, 4, 5, 7, 9, 13, 17, 25, 33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025,
+  1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577];
+const DEXT = [0, 0, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12,
+  12, 13, 13];
+const ORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15];
+function huffman(lengths) {
+  const count = new Uint16Array(16), offs = new Uint16Array(16), symbol = new Uint16Array(lengths.length);
+  for (const l of lengths) count[l]++;
+  count[0] = 0;
+  for (let i = 1; i < 16; i++) offs[i] = offs[i - 1] + count[i - 1];
+  for (let s = 0; s < lengths.length; s++) if (lengths[s]) symbol[offs[lengths[s]]++] = s;
+  return { count, symbol };
+}
+function inflate(src) {
+  if (src.length < 2 || (src[0] & 15) !== 8 || ((src[0] << 8) | src[1]) % 31 !== 0) {
+    throw new Error("not a zlib stream");
+  }
+  let pos = 2, buf = 0, cnt = 0, n = 0, out = new Uint8Array(Math.max(1024, 4 * src.length));
+  const bits = (k) => {
+    while (cnt < k) {
+      if (pos >= src.length) throw new Error("inflate: the stream is cut short");
+      buf |= src[pos++] << cnt; cnt += 8;
+    }
+    const v = buf & ((1 << k) - 1);
+    buf >>>= k; cnt -= k;
+    return v;
+  };
+  const room = (k) => {
+    if (n + k <= out.length) return;
+    let m = 2 * out.length;
+    while (m < n + k) m *= 2;
+    const o = new Uint8Array(m); o.set(out.subarray(0, n)); out = o;
+  };
+  const decode = (h) => {
+    let code = 0, first = 0, index = 0;
+    for (let len = 1; len < 16; len++) {
+      code |= bits(1);
+      const c = h.count[len];
+      if (code - c < first) return h.symbol[index + (code - first)];
+      index += c; first += c; first <<= 1; code <<= 1;
+    }
+    throw new Error("inflate: a code that no table holds");
+  };
+  let last = 0;
+  while (!last) {
+    last = bits(1);
+    const type = bits(2);
+    if (type === 0) {  // stored
+      buf = 0; cnt = 0;
+      if (pos + 4 > src.length) throw new Error("inflate: the stream is cut short");
+      const len = src[pos] | (src[pos + 1] << 8);
+      pos += 4;
+      if (pos + len > src.length) throw new Error("inflate: the stream is cut short");
+      room(len); out.set(src.subarray(pos, pos + len), n); n += len; pos += len;
+      continue;
+    }
+    let lit, dist;
+    if (type === 1) {  // fixed codes
+      const l = new Uint8Array(288);
+      l.fill(8, 0, 144); l.fill(9, 144, 256); l.fill(7, 256, 280); l.fill(8, 280, 288);
+      lit = huffman(l); dist = huffman(new Uint8Array(30).fill(5));
+    } else if (type === 2) {  // dynamic codes
+      const nlen = bits(5) + 257, ndist = bits(5) + 1, ncode = bits(4) + 4;
+      const cl = new Uint8Array(19);
+      for (let i = 0; i < ncode; i++) cl[ORDER[i]] = bits(3);
+      const ch = huffman(cl), lengths = new Uint8Array(nlen + ndist);
+      for (let i = 0; i < nlen + ndist;) {
+        const sym = decode(ch);
+        if (sym < 16) { lengths[i++] = sym; continue; }
+        let rep = 0, val = 0;
+        if (sym === 16) {
+          if (i === 0) throw new Error("inflate: a repeat with nothing before");
+          val = lengths[i - 1]; rep = 3 + bits(2);
+        } else {
+          rep = sym === 17 ? 3 + bits(3) : 11 + bits(7);
+        }
+        if (i + rep > nlen + ndist) throw new Error("inflate: too many lengths");
+        lengths.fill(val, i, i + rep); i += rep;
+      }
+      lit = huffman(lengths.subarray(0, nlen)); dist = huffman(lengths.subarray(nlen));
+    } else {
+      throw new Error("inflate: block type 3");
+    }
+    for (;;) {
+      let sym = decode(lit);
+      if (sym < 256) { room(1); out[n++] = sym; continue; }
+      if (sym === 256) break;
+      sym -= 257;
+      if (sym >= 29) throw new Error("inflate: a bad length");
+      const len = LBASE[sym] + bits(LEXT[sym]);
+      const ds = decode(dist);
+      if (ds >= 30) throw new Error("inflate: a bad distance");
+      const d = DBASE[ds] + bits(DEXT[ds]);
+      if (d > n) throw new Error("inflate: a distance before the start");
+      room(len);
+      for (let k = 0; k < len; k++, n++) out[n] = out[n - d];
+    }
+  }
+  return out.subarray(0, n);
+}
+
 // One head as a Float32Array of the lower triangle (row i at rowStart(i)),
 // decoded on first use; the last few heads stay cached.
 const cache = new Map();
@@ -34,16 +144,29 @@ function decodeHead(l, h) {
   const key = l * H + h;
   if (cache.has(key)) return cache.get(key);
   const p = (async () => {
-    const stream = new Blob([bytesOf(D.attn[key])]).stream().pipeThrough(new DecompressionStream("deflate"));
-    const raw = new Uint8Array(await new Response(stream).arrayBuffer());
-    const n = rowStart(T);
-    if (raw.length !== n + 4 * T) throw new Error(`head ${l}.${h}: ${raw.length} bytes, expected ${n + 4 * T}`);
-    const maxima = new Float32Array(raw.slice(n).buffer);
-    const w = new Float32Array(n);
-    for (let i = 0, o = 0; i < T; i++) {
-      const s = maxima[i] / 255;
-      for (let j = 0; j <= i; j++, o++) w[o] = raw[o] * s;
+    const raw = inflate(bytesOf(D.attn[key]));
+    if (raw.length < 4 * T) throw new Error(`head ${l}.${h}: ${raw.length} bytes`);
+    const rowsEnd = raw.length - 4 * T;
+    const maxima = new Float32Array(raw.slice(rowsEnd).buffer);
+    const w = new Float32Array(rowStart(T));  // zeros: the keys a sparse row leaves out
+    let o = 0;
+    for (let i = 0; i < T; i++) {
+      const s = maxima[i] / 255, at = rowStart(i);
+      if (o >= rowsEnd) throw new Error(`head ${l}.${h}: row ${i} missing`);
+      if (raw[o] === 0) {  // dense: levels of keys 0..i
+        for (let j = 0; j <= i; j++) w[at + j] = raw[o + 1 + j] * s;
+        o += 2 + i;
+      } else {  // sparse: count, keys, levels
+        const c = raw[o + 1] | (raw[o + 2] << 8), keys = o + 3, levels = keys + 2 * c;
+        for (let k = 0; k < c; k++) {
+          const j = raw[keys + 2 * k] | (raw[keys + 2 * k + 1] << 8);
+          if (j > i) throw new Error(`head ${l}.${h}: row ${i} names key ${j}`);
+          w[at + j] = raw[levels + k] * s;
+        }
+        o = levels + c;
+      }
     }
+    if (o !== rowsEnd) throw new Error(`head ${l}.${h}: ${rowsEnd - o} bytes left over`);
     return w;
   })();
   cache.set(key, p);
@@ -72,12 +195,16 @@ function drawMatrix() {
   const ctx = c.getContext("2d");
   ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, c.width, c.height);
   const img = new ImageData(T, T), px = img.data;
+  px.fill(255);  // white above the diagonal
+  // T^2 pixels: no allocation and no DOM access per pixel.
+  const boost = $("boost").checked;
+  const d0 = ACCENT[0] - TRI[0], d1 = ACCENT[1] - TRI[1], d2 = ACCENT[2] - TRI[2];
   for (let i = 0; i < T; i++) {
     const r = row(i);
-    for (let j = 0; j < T; j++) {
-      const at = 4 * (i * T + j);
-      const rgb = j <= i ? mix(Math.min(1, opacity(r[j]))) : [255, 255, 255];
-      px[at] = rgb[0]; px[at + 1] = rgb[1]; px[at + 2] = rgb[2]; px[at + 3] = 255;
+    for (let j = 0, at = 4 * i * T; j <= i; j++, at += 4) {
+      const w = r[j], a = Math.min(1, boost ? Math.sqrt(w) : w);
+      px[at] = Math.round(TRI[0] + d0 * a); px[at + 1] = Math.round(TRI[1] + d1 * a);
+      px[at + 2] = Math.round(TRI[2] + d2 * a);
     }
   }
   const off = document.createElement("canvas");
@@ -121,7 +248,7 @@ function summarize() {
     if (i > 0) prev += r[i - 1] / (T - 1);
     for (const w of r) if (w > 0) ent -= w * Math.log(w) / T;
   }
-  $("summary").innerHTML = `layer ${state.layer}, head ${state.head} &middot; sink score <b>${row(T - 1)[0].toFixed(3)}</b>` +
+  $("summary").innerHTML = `layer ${LID[state.layer]}, head ${HID[state.head]} &middot; sink score <b>${row(T - 1)[0].toFixed(3)}</b>` +
     ` &middot; previous-token <b>${(T > 1 ? prev : 0).toFixed(3)}</b> &middot; entropy <b>${ent.toFixed(3)}</b> nats`;
 }
 )JS"
@@ -148,7 +275,7 @@ function showRow(i) {
   const tok = (s) => { const e = document.createElement("span"); e.className = "tok"; e.textContent = s; return e; };
   $("rtitle").textContent = "";
   $("rtitle").append(`Query ${i} `, tok(`\u201c${label(D.tokens[i], 30)}\u201d`),
-                     ` (layer ${state.layer}, head ${state.head})`);
+                     ` (layer ${LID[state.layer]}, head ${HID[state.head]})`);
   $("qstats").innerHTML = tokenStats(i);
   drawLines(i, r);
   fillReadout(i, r, best);
@@ -223,14 +350,14 @@ function drawModelView() {
   const s = Math.max(28, Math.min(96, Math.floor((window.innerWidth - 140) / H) - 8));
   grid.style.gridTemplateColumns = `2.4em repeat(${H}, ${s + 2}px)`;
   grid.append(document.createElement("span"));
-  for (let h = 0; h < H; h++) { const t = document.createElement("span"); t.className = "lab"; t.textContent = "H" + h; grid.append(t); }
+  for (let h = 0; h < H; h++) { const t = document.createElement("span"); t.className = "lab"; t.textContent = "H" + HID[h]; grid.append(t); }
   for (let l = 0; l < L; l++) {
-    const t = document.createElement("span"); t.className = "lab"; t.textContent = "L" + l; grid.append(t);
+    const t = document.createElement("span"); t.className = "lab"; t.textContent = "L" + LID[l]; grid.append(t);
     for (let h = 0; h < H; h++) {
       const c = document.createElement("canvas");
       c.width = c.height = n; c.className = "thumb"; c.dataset.l = l; c.dataset.h = h;
       c.style.width = c.style.height = s + "px";
-      c.title = `layer ${l}, head ${h} \u00b7 sink score ${fmt(D.sink[l][h], 3)}`;
+      c.title = `layer ${LID[l]}, head ${HID[h]} \u00b7 sink score ${fmt(D.sink[l][h], 3)}`;
       const img = new ImageData(n, n), base = (l * H + h) * n * n;
       for (let a = 0; a < n; a++) {
         for (let b = 0; b < n; b++) {
@@ -269,11 +396,13 @@ function select(l, h) {
 }
 
 function setup() {
-  $("meta").textContent = `${D.title} \u00b7 ${T} tokens \u00b7 ${L} layers \u00d7 ${H} heads`;
+  $("meta").textContent = `${D.title} \u00b7 ${T} tokens \u00b7 ${L} layers \u00d7 ${H} heads` +
+    (D.model_layers && L * H < D.model_layers * D.model_heads ? ` (of the model's ${D.model_layers} \u00d7 ${D.model_heads})` : "") +
+    (D.truncated_rows > 0 ? ` \u00b7 ${D.truncated_rows} rows show their ${D.row_keys} largest weights (select fewer heads with --viewer-layers/--viewer-heads to see every weight)` : "");
   $("prompt").textContent = D.prompt;
-  for (const [id, n] of [["layer", L], ["head", H]]) {
-    for (let k = 0; k < n; k++) {
-      const o = document.createElement("option"); o.value = String(k); o.textContent = String(k); $(id).append(o);
+  for (const [id, ids] of [["layer", LID], ["head", HID]]) {
+    for (let k = 0; k < ids.length; k++) {
+      const o = document.createElement("option"); o.value = String(k); o.textContent = String(ids[k]); $(id).append(o);
     }
     $(id).addEventListener("change", () => select(+$("layer").value, +$("head").value));
   }
@@ -302,8 +431,8 @@ async function testHook(ready) {
   if (!m) return;
   await ready;
   showTab("head");
-  $("layer").value = m[1]; $("layer").dispatchEvent(new Event("change", { bubbles: true }));
-  $("head").value = m[2]; $("head").dispatchEvent(new Event("change", { bubbles: true }));
+  $("layer").value = String(LID.indexOf(+m[1])); $("layer").dispatchEvent(new Event("change", { bubbles: true }));
+  $("head").value = String(HID.indexOf(+m[2])); $("head").dispatchEvent(new Event("change", { bubbles: true }));
   await state.pending;
   const i = +m[3], c = $("matrix"), rect = c.getBoundingClientRect();
   c.dispatchEvent(new MouseEvent("mousemove", { bubbles: true, clientX: rect.left + x0 + cell / 2,
@@ -317,7 +446,8 @@ async function testHook(ready) {
   }
   const thumbs = [...document.querySelectorAll(".thumb")];
   $("test-output").textContent = JSON.stringify({
-    errors, layer: state.layer, head: state.head, row: state.row, cell,
+    errors, layer: LID[state.layer], head: HID[state.head], row: state.row, cell,
+    ready_ms: readyMs, reported_ms: performance.now(),
     weights: Array.from(row(i)), drawn, upper_drawn: upper,
     readout: [...document.querySelectorAll("#readout .entry")].map((e) => ({
       j: +e.dataset.j, num: e.querySelector(".num").textContent })),
@@ -327,7 +457,11 @@ async function testHook(ready) {
   });
 }
 
-testHook(setup());
+// When the first head was drawn, in ms after the navigation started.
+let readyMs = null;
+const ready = setup();
+ready.then(() => { readyMs = performance.now(); });
+testHook(ready);
 )JS";
 
 }  // namespace attnscope::engine::internal

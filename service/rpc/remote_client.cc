@@ -65,7 +65,46 @@ void SetOptions(const engine::AnalysisSettings& settings, v1::AnalyzeOptions* op
     options->set_attention_dtype(v1::TENSOR_DTYPE_FLOAT32);
     options->set_return_hidden_states(true);
     options->set_return_logits(true);
+  } else if (settings.tensor_sink != nullptr) {
+    const engine::TensorRequest& r = settings.tensor_request;
+    if (r.attention.size() > 0) {
+      options->set_return_attention(true);
+      options->set_attention_dtype(r.attention_float16 ? v1::TENSOR_DTYPE_FLOAT16
+                                                       : v1::TENSOR_DTYPE_FLOAT32);
+      for (int64_t l : r.attention.layers) options->add_attention_layers(static_cast<int32_t>(l));
+      for (int64_t h : r.attention.heads) options->add_attention_heads(static_cast<int32_t>(h));
+    }
+    options->set_return_hidden_states(r.hidden_states);
+    options->set_return_logits(r.logits);
   }
+}
+
+// A TensorChunk as the piece of a tensor that a local pass would publish.
+absl::StatusOr<engine::TensorPiece> PieceOf(const v1::TensorChunk& c) {
+  engine::TensorPiece p;
+  if (c.name() == "attention") {
+    p.kind = engine::TensorPiece::Kind::kAttention;
+  } else if (c.name() == "hidden_state") {
+    p.kind = engine::TensorPiece::Kind::kHiddenState;
+  } else if (c.name() == "logits") {
+    p.kind = engine::TensorPiece::Kind::kLogits;
+  } else {
+    return Malformed("a TensorChunk named '" + c.name() + "'");
+  }
+  const bool half = c.dtype() == v1::TENSOR_DTYPE_FLOAT16;
+  if (c.shape_size() != 2 || (!half && c.dtype() != v1::TENSOR_DTYPE_FLOAT32) ||
+      (half && p.kind != engine::TensorPiece::Kind::kAttention)) {
+    return Malformed("a " + c.name() + " chunk of an unexpected shape or dtype");
+  }
+  p.layer = c.layer();
+  p.head = c.head();
+  p.rows = c.shape(0);
+  p.cols = c.shape(1);
+  p.float16 = half;
+  p.offset = c.offset();
+  p.data = c.data().data();
+  p.size = static_cast<int64_t>(c.data().size());
+  return p;
 }
 
 void SetProbe(const ProbeSource& source, v1::InductionProbe* probe) {
@@ -226,12 +265,20 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
     if (event.has_tokens()) events.tokens = event.tokens();
     if (event.has_layer()) events.layers.push_back(event.layer());
     if (event.has_attention() && events.tensor_status.ok()) {
-      events.tensor_status = events.tensors.Add(event.attention());
+      if (settings.record_tensors) {
+        events.tensor_status = events.tensors.Add(event.attention());
+      } else if (settings.tensor_sink != nullptr) {
+        absl::StatusOr<engine::TensorPiece> piece = PieceOf(event.attention());
+        events.tensor_status = piece.ok() ? settings.tensor_sink->Add(*piece) : piece.status();
+      }
+      // The tensors cannot be used: stop the server sending the rest.
+      if (!events.tensor_status.ok()) context.TryCancel();
     }
     if (event.has_summary()) events.summary = event.summary();
   }
-  ATTNSCOPE_RETURN_IF_ERROR(impl_->Finish(reader->Finish()));
+  const grpc::Status finished = reader->Finish();
   ATTNSCOPE_RETURN_IF_ERROR(events.tensor_status);
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->Finish(finished));
   if (!events.tokens || !events.summary) return Malformed("no tokens or no summary event");
 
   engine::AnalysisRun run;
