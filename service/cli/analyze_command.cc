@@ -18,10 +18,9 @@
 #include "service/cli/command_support.h"
 #include "service/cli/commands.h"
 #include "service/cli/remote_support.h"
+#include "service/cli/tensor_outputs.h"
 #include "service/core/status_macros.h"
 #include "service/engine/analysis_run.h"
-#include "service/engine/tensor_export.h"
-#include "service/engine/viewer_html.h"
 #include "service/rpc/remote_client.h"
 
 namespace attnscope::cli {
@@ -50,7 +49,14 @@ top predictions (see service/analysis/definitions.md).
   --json             machine-readable output (the keys of the fixtures'
                      stats.json plus tokens, input_ids, template)
   --export FILE      write input_ids, attentions (L,H,T,T), hidden_states
-                     (L+1,T,D) and logits (T,V) to a safetensors file
+                     (L+1,T,D) and logits (T,V) to a safetensors file,
+                     streamed to disk as the pass goes (memory: one block)
+  --attention-layers LIST, --attention-heads LIST
+                     with --export: only these layers / heads' attentions
+                     ("0,5,10-13" or "all", model indices; the file's
+                     metadata names them)
+  --attention-dtype float32|float16
+                     with --export: the attentions' dtype (default float32)
   --viewer FILE      write a self-contained HTML page to explore the
                      attention weights: every head at a glance, one head's
                      matrix, what a hovered token reads and its z, norm and
@@ -58,6 +64,11 @@ top predictions (see service/analysis/definitions.md).
                      than --export); with --server both files are written
                      here from the tensors the server streams (the same
                      bytes; the page's title is the served model's name)
+  --viewer-layers LIST, --viewer-heads LIST
+                     with --viewer: only these layers / heads on the page
+  --viewer-max-mb N  with --viewer: refuse before the pass when the page
+                     could exceed N MB (default 128; a page holds one byte
+                     per weight of the causal triangle, compressed)
   --top N            next-token section: only the N positions whose next
                      token was most surprising (default: all)
   --threshold X      z-score above which a token is a sink (default 6.0)
@@ -87,6 +98,7 @@ struct AnalyzeArgs {
   bool color = false;
   int top = 0;
   double deadline = 0;
+  TensorOutputFlags outputs;
 };
 
 // --export and --viewer naming the same file would overwrite one with the
@@ -104,25 +116,16 @@ absl::Status CheckOutputPaths(const Flags& flags) {
   return absl::OkStatus();
 }
 
-// "wrote FILE (12.3 MB)" on stderr, so that stdout stays the report or JSON.
-void ReportWritten(const std::string& path, const char* what) {
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(path, ec);
-  std::cerr << "attnscope analyze: wrote " << path << " (" << what;
-  if (!ec) std::cerr << ", " << absl::StrFormat("%.1f", static_cast<double>(bytes) / 1e6) << " MB";
-  std::cerr << ")\n";
-}
-
 absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   AnalyzeArgs a;
-  ATTNSCOPE_ASSIGN_OR_RETURN(
-      a.flags, Flags::Parse(args, WithPromptFlags({{"model"}, {"json", false}, {"export"},
-                                                   {"viewer"}, {"threshold"}, {"template"},
-                                                   {"block-size"}, {"threads"}, {"color"},
-                                                   {"top"}, {"deadline"}, {"precision"},
-                                                   {"device"}})));
+  std::vector<FlagSpec> specs = WithPromptFlags(
+      {{"model"}, {"json", false}, {"threshold"}, {"template"}, {"block-size"}, {"threads"},
+       {"color"}, {"top"}, {"deadline"}, {"precision"}, {"device"}});
+  for (FlagSpec& spec : TensorOutputFlagSpecs()) specs.push_back(std::move(spec));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.flags, Flags::Parse(args, specs));
   ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
   ATTNSCOPE_RETURN_IF_ERROR(CheckOutputPaths(a.flags));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.outputs, ParseTensorOutputFlags(a.flags));
   ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t top, a.flags.GetInt("top", 0, 0, 1 << 24));
   a.top = static_cast<int>(top);
   ATTNSCOPE_ASSIGN_OR_RETURN(a.deadline, ParseDeadline(a.flags));
@@ -141,50 +144,7 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   ATTNSCOPE_ASSIGN_OR_RETURN(const model::Precision precision, ParseComputeFlags(a.flags));
   if (a.flags.Has("precision")) a.settings.precision = precision;
   ATTNSCOPE_ASSIGN_OR_RETURN(a.color, ParseColorFlag(a.flags));
-  a.settings.record_tensors = a.flags.Has("export") || a.flags.Has("viewer");
   return a;
-}
-
-// The viewer page of --viewer, from the recorded attentions; `title` names
-// the model (its directory, or its name on the server).
-absl::Status WriteViewer(const std::string& path, const std::string& title,
-                         const engine::Prompt& prompt, const engine::AnalysisRun& run) {
-  engine::ViewerData data;
-  data.title = title;
-  data.prompt_text = prompt.text;
-  for (const std::string& bytes : prompt.token_bytes) {
-    data.tokens.push_back(analysis::DisplayToken(bytes, 40));
-  }
-  data.z = run.stats.z;
-  data.max_norm = run.stats.max_norm;
-  data.entropy_nats = run.stats.next_token_entropy_nats;
-  data.sinks = run.stats.sinks;
-  data.num_layers = static_cast<int64_t>(run.stats.sink_score.size());
-  data.num_heads = run.stats.sink_score.empty()
-                       ? 0 : static_cast<int64_t>(run.stats.sink_score[0].size());
-  data.num_tokens = static_cast<int64_t>(prompt.ids.size());
-  data.attentions = run.tensors->attentions();
-  return engine::WriteViewerHtml(path, data);
-}
-
-// --export and --viewer of a run with recorded tensors (local or remote:
-// the same files either way).
-absl::Status WriteOutputs(const Flags& flags, const std::string& title,
-                          const engine::Prompt& prompt, const engine::AnalysisRun& run) {
-  if (flags.Has("export")) {
-    model::ModelConfig shape;  // ExportTensors reads only L and H
-    shape.num_layers = static_cast<int64_t>(run.stats.sink_score.size());
-    shape.num_heads = run.stats.sink_score.empty()
-                          ? 0 : static_cast<int64_t>(run.stats.sink_score[0].size());
-    ATTNSCOPE_RETURN_IF_ERROR(
-        engine::ExportTensors(flags.Get("export"), prompt.ids, shape, *run.tensors));
-    ReportWritten(flags.Get("export"), "tensors");
-  }
-  if (flags.Has("viewer")) {
-    ATTNSCOPE_RETURN_IF_ERROR(WriteViewer(flags.Get("viewer"), title, prompt, run));
-    ReportWritten(flags.Get("viewer"), "viewer page");
-  }
-  return absl::OkStatus();
 }
 
 void PrintJson(const engine::Prompt& prompt, const engine::AnalysisRun& run) {
@@ -237,20 +197,64 @@ class LayerProgressLine : public analysis::LayerListener {
   double shown_ = -1;  // elapsed seconds at the last line shown; -1: none yet
 };
 
+// The model's layers and heads as the server describes them: the named
+// model, or the default (the first listed) for "".
+absl::StatusOr<std::pair<int64_t, int64_t>> RemoteShape(rpc::RemoteClient& client,
+                                                        const std::string& name) {
+  ATTNSCOPE_ASSIGN_OR_RETURN(const std::vector<rpc::ModelDescription> models,
+                             client.ListModels());
+  for (const rpc::ModelDescription& m : models) {
+    if (name.empty() || m.name == name) return std::make_pair(m.num_layers, m.num_heads);
+  }
+  return absl::NotFoundError(absl::StrCat("the server has no model '", name,
+                                          "' (see 'attnscope --server ... models')"));
+}
+
+// The server's refusal of too many attention bytes names its API fields; on
+// the command line the fix is a flag.
+absl::Status ExplainAttentionLimit(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kInvalidArgument ||
+      status.message().find("options.return_attention") == absl::string_view::npos) {
+    return status;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      status.message(), " (on the command line: --attention-layers, --attention-heads and "
+      "--attention-dtype float16 for --export; --viewer-layers and --viewer-heads for --viewer)"));
+}
+
 // The same analysis on a server: the results come back as the very values a
-// local run gives, so they print identically.
-int RunRemote(const AnalyzeArgs& a, const std::string& server) {
+// local run gives, so they print identically; --export and --viewer are
+// written here from the tensors the server streams.
+int RunRemote(AnalyzeArgs& a, const std::string& server) {
   absl::Status local_only = RejectLocalOnlyFlags(a.flags, {"threads", "device"});
   if (!local_only.ok()) return UsageError("analyze", local_only);
   auto prompt = PromptSpecFromFlags(a.flags);
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
   rpc::RemoteClient client(server, RemoteSecurity());
+  std::unique_ptr<TensorOutputs> outputs;
+  if (a.outputs.any()) {
+    auto shape = RemoteShape(client, RemoteModelName(a.flags));
+    if (!shape.ok()) return RuntimeError("analyze", shape.status());
+    auto planned = TensorOutputs::Plan(a.outputs, shape->first, shape->second);
+    if (!planned.ok()) return UsageError("analyze", planned.status());
+    outputs = std::move(*planned);
+    if (absl::Status opened = outputs->Open(); !opened.ok()) {
+      return RuntimeError("analyze", opened);
+    }
+    a.settings.tensor_request = outputs->Request();
+    a.settings.tensor_sink = outputs.get();
+  }
   client.SetCallOptions(RemoteCallOptions("analyze", server, a.deadline));
   std::string model;
   auto remote = client.Analyze(RemoteModelName(a.flags), *prompt, a.settings, &model);
-  if (!remote.ok()) return RuntimeError("analyze", ExplainDeadline(remote.status(), a.deadline));
-  absl::Status written = WriteOutputs(a.flags, model, remote->first, remote->second);
-  if (!written.ok()) return RuntimeError("analyze", written);
+  if (!remote.ok()) {
+    return RuntimeError("analyze",
+                        ExplainAttentionLimit(ExplainDeadline(remote.status(), a.deadline)));
+  }
+  if (outputs != nullptr) {
+    absl::Status written = outputs->Finish(model, remote->first, remote->second);
+    if (!written.ok()) return RuntimeError("analyze", written);
+  }
   if (a.flags.Has("json")) {
     PrintJson(remote->first, remote->second);
   } else {
@@ -276,6 +280,18 @@ int RunAnalyze(const std::vector<std::string>& args, const std::string& server) 
   if (!bundle.ok()) return RuntimeError("analyze", bundle.status());
   auto prompt = PromptFromFlags(**bundle, parsed->flags);
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
+  std::unique_ptr<TensorOutputs> outputs;
+  if (parsed->outputs.any()) {
+    const model::ModelConfig& config = (*bundle)->config();
+    auto planned = TensorOutputs::Plan(parsed->outputs, config.num_layers, config.num_heads);
+    if (!planned.ok()) return UsageError("analyze", planned.status());
+    outputs = std::move(*planned);
+    absl::Status ready = outputs->CheckViewerSize(static_cast<int64_t>(prompt->ids.size()));
+    if (ready.ok()) ready = outputs->Open();
+    if (!ready.ok()) return RuntimeError("analyze", ready);
+    parsed->settings.tensor_request = outputs->Request();
+    parsed->settings.tensor_sink = outputs.get();
+  }
   std::optional<LayerProgressLine> progress;
   if (isatty(STDERR_FILENO) != 0) {
     progress.emplace((*bundle)->config().num_layers, static_cast<int64_t>(prompt->ids.size()));
@@ -284,8 +300,10 @@ int RunAnalyze(const std::vector<std::string>& args, const std::string& server) 
   auto run = engine::RunAnalysis(**bundle, *prompt, parsed->settings);
   progress.reset();
   if (!run.ok()) return RuntimeError("analyze", ExplainDeadline(run.status(), parsed->deadline));
-  absl::Status written = WriteOutputs(parsed->flags, (*bundle)->directory, *prompt, *run);
-  if (!written.ok()) return RuntimeError("analyze", written);
+  if (outputs != nullptr) {
+    absl::Status written = outputs->Finish((*bundle)->directory, *prompt, *run);
+    if (!written.ok()) return RuntimeError("analyze", written);
+  }
   if (parsed->flags.Has("json")) {
     PrintJson(*prompt, *run);
   } else {

@@ -86,13 +86,14 @@ class RpcRemoteCliTest : public RpcTest {
   // analyze --json --export --viewer both ways: equal JSON (but the timing),
   // byte-identical exports and equal viewer data.
   void ExpectSameAnalysis(const std::vector<std::string>& prompt, const std::string& dir,
-                          const std::string& name) {
+                          const std::string& name, const std::vector<std::string>& outputs = {}) {
     const std::string out_dir = test::UniqueTempPath("remote-cli-" + name);
     std::filesystem::create_directories(out_dir);
     const std::string stem = out_dir + "/" + name;
     std::vector<std::string> local = {"analyze", "--json", "--export", stem + "-local.safetensors",
                                       "--viewer", stem + "-local.html"};
     local.insert(local.end(), prompt.begin(), prompt.end());
+    local.insert(local.end(), outputs.begin(), outputs.end());
     std::vector<std::string> remote = local;
     remote[3] = stem + "-remote.safetensors";
     remote[5] = stem + "-remote.html";
@@ -154,6 +155,30 @@ TEST_F(RpcRemoteCliTest, AnalyzeExportAndViewerEqualTheLocalFilesOnTheBundledMod
   // Query blocks of 4 rows on both sides: blocks are stitched the same way.
   ExpectSameAnalysis({"--ids", "464,3290,286,262,995,318,257,1049,13", "--block-size", "4"},
                      BundledModelDir(), "tiny");
+  // Selected heads in half precision for the export, others for the page:
+  // the server sends the union, each file keeps its own.
+  ExpectSameAnalysis({"--text", "The cat sat on the mat because it was warm."}, BundledModelDir(),
+                     "tiny",
+                     {"--attention-layers", "1,4-5", "--attention-heads", "0,3",
+                      "--attention-dtype", "float16", "--viewer-layers", "2", "--viewer-heads",
+                      "1-2"});
+  // An export of half without a page travels as half: the server's rounding
+  // equals the local conversion, byte for byte.
+  const std::string half = test::UniqueTempPath("remote-cli-half");
+  std::filesystem::create_directories(half);
+  const std::vector<std::string> args = {"analyze", "--text", "A dog ran.", "--json",
+                                         "--attention-dtype", "float16", "--attention-heads",
+                                         "2", "--export"};
+  std::vector<std::string> local = args, remote = args;
+  local.push_back(half + "/local.safetensors");
+  remote.push_back(half + "/remote.safetensors");
+  CliResult l = RunCli(WithModel(local, "--model", BundledModelDir()));
+  CliResult r = RunCli(Remote(WithModel(remote, "--model", "tiny")));
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string exported = ReadAll(half + "/local.safetensors");
+  EXPECT_GT(exported.size(), 1000u);
+  EXPECT_TRUE(exported == ReadAll(half + "/remote.safetensors")) << "half exports differ";
 }
 
 TEST_F(RpcRemoteCliTest, AnalyzeExportAndViewerEqualTheLocalFilesOnLlama) {
