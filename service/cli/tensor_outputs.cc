@@ -136,13 +136,23 @@ absl::StatusOr<int64_t> TensorOutputs::ViewerRowKeys(int64_t num_tokens) const {
          engine::ViewerPageBound(fit + 1, num_tokens, kMinRowKeys) <= flags_.viewer_max_bytes) {
     ++fit;
   }
+  // A selection that fits: whole layers when one does, else heads of one.
+  const auto heads = static_cast<int64_t>(viewer_heads_.heads.size());
+  std::string example = "--viewer-layers 0 --viewer-heads 0";
+  if (fit >= heads) {
+    const int64_t layers = fit / heads;
+    example = layers == 1 ? absl::StrCat("--viewer-layers ", viewer_heads_.layers.back())
+                          : absl::StrCat("--viewer-layers 0-", layers - 1);
+  } else if (fit > 1) {
+    example = absl::StrCat("--viewer-layers ", viewer_heads_.layers.back(), " --viewer-heads 0-",
+                           fit - 1);
+  }
   return absl::FailedPreconditionError(absl::StrFormat(
       "--viewer: a page of %d layers x %d heads at %d tokens cannot keep even the %d largest "
       "weights of each row within --viewer-max-mb %d; at this length %d heads fit: choose them "
-      "with --viewer-layers and --viewer-heads (e.g. --viewer-layers %d), or raise "
-      "--viewer-max-mb",
+      "with --viewer-layers and --viewer-heads (e.g. %s), or raise --viewer-max-mb",
       viewer_heads_.layers.size(), viewer_heads_.heads.size(), num_tokens, kMinRowKeys,
-      flags_.viewer_max_bytes / 1000000, fit, num_layers_ - 1));
+      flags_.viewer_max_bytes / 1000000, fit, example));
 }
 
 absl::Status TensorOutputs::CheckViewerSize(int64_t num_tokens) const {
