@@ -1,6 +1,7 @@
 #include "client/ui/entropy_chart.h"
 
-#include <QBarCategoryAxis>
+#include <QCursor>
+#include <QToolTip>
 #include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
@@ -9,11 +10,11 @@
 
 #include "client/models/colors.h"
 #include "client/models/token_labels.h"
+#include "client/ui/token_axis.h"
 
 namespace attnscope::dashboard {
 namespace {
 
-constexpr int kMaxLabelledPoints = 40;
 // Legend labels are rich text: "<" must be escaped.
 const char* const kBucketNames[3] = {"H &lt; 0.3", "0.3 ≤ H &lt; 0.6", "H ≥ 0.6"};
 
@@ -49,31 +50,40 @@ void EntropyChart::clearChart() {
   m_counts[0] = m_counts[1] = m_counts[2] = 0;
 }
 
-QAbstractAxis* EntropyChart::makeXAxis(const EntropySeries& series) const {
-  const QVector<EntropyPoint>& points = series.points();
-  if (points.size() > kMaxLabelledPoints || points.first().position != 0 ||
-      points.last().position != points.size() - 1) {
-    auto* axis = new QValueAxis;
-    axis->setRange(points.first().position - 0.5, points.last().position + 0.5);
-    axis->setLabelFormat(QStringLiteral("%d"));
-    axis->setTitleText(tr("position"));
-    return axis;
+QAbstractAxis* EntropyChart::makeXAxis(const EntropySeries& series) {
+  QVector<int> positions;
+  QStringList texts;
+  for (const EntropyPoint& p : series.points()) {
+    positions << p.position;
+    texts << p.label;
   }
-  // Category i sits at x = i, the point's position. Categories must be
-  // unique: repeated tokens get invisible zero-width spaces appended.
-  QStringList labels;
-  for (const EntropyPoint& p : points) {
-    QString label = visibleTokenText(p.label, 8);
-    while (labels.contains(label)) label += QChar(0x200B);
-    labels << label;
+  return makeTokenAxis(positions, texts, tokenAxisPixels(width()), &m_labelStep);
+}
+
+void EntropyChart::resizeEvent(QResizeEvent* event) {
+  QChartView::resizeEvent(event);
+  const int count = static_cast<int>(m_series.points().size());
+  if (count > 0 && tokenAxisStep(count, tokenAxisPixels(width())) != m_labelStep) {
+    setSeries(EntropySeries(m_series));
   }
-  auto* axis = new QBarCategoryAxis;
-  axis->append(labels);
-  axis->setLabelsAngle(-90);
-  QFont small = axis->labelsFont();
-  small.setPointSizeF(small.pointSizeF() * 0.85);
-  axis->setLabelsFont(small);
-  return axis;
+}
+
+void EntropyChart::showPointToolTip(const QPointF& point, bool hovering) {
+  if (!hovering) {
+    QToolTip::hideText();
+    return;
+  }
+  for (const EntropyPoint& p : m_series.points()) {
+    if (p.position != qRound(point.x())) continue;
+    QToolTip::showText(QCursor::pos(),
+                       tr("%1%2\nH / log V %3 · %4 nats")
+                           .arg(positionedTokenLabel(p.position, p.label, 60),
+                                p.generated ? tr(" (generated)") : QString())
+                           .arg(p.normalized, 0, 'f', 3)
+                           .arg(p.nats, 0, 'f', 2),
+                       this);
+    return;
+  }
 }
 
 void EntropyChart::addGuide(double y, QValueAxis* x, QValueAxis* yAxis) {
@@ -90,6 +100,7 @@ void EntropyChart::addGuide(double y, QValueAxis* x, QValueAxis* yAxis) {
 
 void EntropyChart::setSeries(const EntropySeries& series) {
   clearChart();
+  m_series = series;
   if (series.isEmpty()) return;
   QAbstractAxis* labels = makeXAxis(series);
   auto* x = new QValueAxis;  // the series' own axis; `labels` shows the tokens
@@ -120,6 +131,7 @@ void EntropyChart::setSeries(const EntropySeries& series) {
     points->setBorderColor(entropyBucketColor(bucket).darker(130));
     points->setMarkerSize(9);
     m_counts[bucket] = static_cast<int>(p.size());
+    connect(points, &QScatterSeries::hovered, this, &EntropyChart::showPointToolTip);
     all << points;
   }
   for (QXYSeries* s : all) {

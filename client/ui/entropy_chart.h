@@ -22,13 +22,21 @@ class EntropyChart : public QChartView {
   void setSeries(const EntropySeries& series);
   // Points drawn in each bucket, for tests.
   int pointCount(int bucket) const { return m_counts[bucket]; }
+  // Every labelStep()-th token is labelled (token_axis.h); hover a point for its token.
+  int labelStep() const { return m_labelStep; }
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void clearChart();
   void addGuide(double y, QValueAxis* x, QValueAxis* yAxis);
-  QAbstractAxis* makeXAxis(const EntropySeries& series) const;
+  QAbstractAxis* makeXAxis(const EntropySeries& series);
+  void showPointToolTip(const QPointF& point, bool hovering);
 
+  EntropySeries m_series;
   int m_counts[3] = {0, 0, 0};
+  int m_labelStep = 1;
 };
 
 }  // namespace attnscope::dashboard

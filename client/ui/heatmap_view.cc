@@ -5,13 +5,14 @@
 #include <QWheelEvent>
 #include <cmath>
 
-#include "client/ui/rotated_header_view.h"
+#include "client/ui/token_header_view.h"
 
 namespace attnscope::dashboard {
 
 HeatmapView::HeatmapView(QWidget* parent) : QTableView(parent), m_baseFont(font()) {
   setObjectName(QStringLiteral("heatmapView"));
-  setHorizontalHeader(new RotatedHeaderView(this));
+  setHorizontalHeader(new TokenHeaderView(Qt::Horizontal, this));
+  setVerticalHeader(new TokenHeaderView(Qt::Vertical, this));
   setMouseTracking(true);
   verticalHeader()->setMouseTracking(true);
   setSelectionMode(QAbstractItemView::NoSelection);
@@ -39,7 +40,6 @@ namespace {
 constexpr double kZoomStep = 1.25;
 constexpr int kMinCellPx = 1;
 constexpr int kMaxCellPx = 64;
-constexpr int kMinLabelledCellPx = 6;
 
 }  // namespace
 
@@ -101,12 +101,12 @@ void HeatmapView::resizeCells() {
   setFont(small);
   horizontalHeader()->setFont(small);
   verticalHeader()->setFont(small);
-  horizontalHeader()->setFixedHeight(96);
-  // Token labels need a few pixels; below that the axes would be a smear, so
-  // they go and the cells' tooltips name query and key.
-  const bool labelled = side >= kMinLabelledCellPx;
-  horizontalHeader()->setVisible(labelled);
-  verticalHeader()->setVisible(labelled);
+  // Fixed: a header sized to its widest label would change with the prompt.
+  horizontalHeader()->setFixedHeight(horizontalHeader()->sizeHint().height());
+  verticalHeader()->setFixedWidth(verticalHeader()->sizeHint().width());
+  // Narrow cells: the axes label every step-th token (TokenHeaderView).
+  horizontalHeader()->viewport()->update();
+  verticalHeader()->viewport()->update();
 }
 
 void HeatmapView::hoverRow(int row) {

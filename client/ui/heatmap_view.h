@@ -5,6 +5,7 @@
 #include <QTableView>
 
 #include "client/models/heatmap_model.h"
+#include "client/ui/token_header_view.h"
 
 namespace attnscope::dashboard {
 
@@ -25,8 +26,11 @@ class HeatmapView : public QTableView {
   // and Ctrl+plus / Ctrl+minus zoom in and out around the default of 1.
   void setZoom(double zoom);
   double zoom() const { return m_zoom; }
-  // The side of a cell in pixels now. Below 6 px the token axes are hidden
-  // (each cell's tooltip still names its query and key).
+  TokenHeaderView* keyAxis() const { return static_cast<TokenHeaderView*>(horizontalHeader()); }
+  TokenHeaderView* queryAxis() const { return static_cast<TokenHeaderView*>(verticalHeader()); }
+  // The side of a cell in pixels now. At any size both token axes show: every
+  // step-th token where cells are narrower than a line (TokenHeaderView), the
+  // full token in the header's tooltip, query and key in each cell's.
   int currentCellSize() const;
 
  protected:

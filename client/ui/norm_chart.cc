@@ -11,11 +11,10 @@
 
 #include "client/models/colors.h"
 #include "client/models/token_labels.h"
+#include "client/ui/token_axis.h"
 
 namespace attnscope::dashboard {
 namespace {
-
-constexpr int kMaxLabelledBars = 48;
 
 }  // namespace
 
@@ -35,6 +34,11 @@ void NormChart::setNormModel(NormBarsModel* model) {
 }
 
 QString NormChart::title() const { return chart()->title(); }
+
+void NormChart::resizeEvent(QResizeEvent* event) {
+  QChartView::resizeEvent(event);
+  if (m_bars > 0 && tokenAxisStep(m_bars, tokenAxisPixels(width())) != m_labelStep) rebuild();
+}
 
 void NormChart::rebuild() {
   QChart* c = chart();
@@ -58,14 +62,14 @@ QValueAxis* NormChart::addBars() {
   set->setColor(QColor(0x6b, 0xae, 0xd6));
   set->setBorderColor(QColor(0x21, 0x71, 0xb5));
   set->setSelectedColor(healthColor(HealthLevel::Red));
-  QStringList categories;
+  QStringList texts;
+  QVector<int> positions;
   double top = 0.0;
   for (int i = 0; i < m_bars; ++i) {
     set->append(m_model->maxNorm(i));
     top = std::max(top, m_model->maxNorm(i));
-    // Categories must be unique: a position prefix keeps repeated tokens apart.
-    categories << (m_bars <= kMaxLabelledBars ? positionedTokenLabel(i, tokenText(i), 10)
-                                              : QString::number(i));
+    texts << tokenText(i);
+    positions << i;
   }
   if (m_model->argmax() >= 0) set->selectBar(m_model->argmax());
   auto* series = new QBarSeries;
@@ -74,17 +78,18 @@ QValueAxis* NormChart::addBars() {
   chart()->addSeries(series);
   connect(set, &QBarSet::hovered, this, &NormChart::showBarToolTip);
 
-  auto* x = new QBarCategoryAxis;
-  x->append(categories);
-  x->setLabelsAngle(-90);
-  QFont small = x->labelsFont();
-  small.setPointSizeF(small.pointSizeF() * 0.85);
-  x->setLabelsFont(small);
+  // Bars sit at x = 0, 1, ... on a hidden value axis; the token axis labels
+  // them, thinned to what fits.
+  auto* x = new QValueAxis;
+  x->setRange(-0.5, m_bars - 0.5);
+  x->setVisible(false);
+  QCategoryAxis* tokens = makeTokenAxis(positions, texts, tokenAxisPixels(width()), &m_labelStep);
   auto* y = new QValueAxis;
   y->setRange(0, top * 1.08);
   y->setTitleText(tr("max ‖x‖₂"));
   y->setLabelFormat(QStringLiteral("%.0f"));
   y->applyNiceNumbers();
+  chart()->addAxis(tokens, Qt::AlignBottom);
   chart()->addAxis(x, Qt::AlignBottom);
   chart()->addAxis(y, Qt::AlignLeft);
   series->attachAxis(x);

@@ -21,6 +21,11 @@ class NormChart : public QChartView {
   // The chart title, e.g. "Max hidden-state norm · token 0 is 12.4× the median".
   QString title() const;
   int barCount() const { return m_bars; }
+  // Every labelStep()-th bar is labelled (token_axis.h); hover any for its token.
+  int labelStep() const { return m_labelStep; }
+
+ protected:
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
   void rebuild();
@@ -32,6 +37,7 @@ class NormChart : public QChartView {
 
   NormBarsModel* m_model = nullptr;
   int m_bars = 0;
+  int m_labelStep = 1;
 };
 
 }  // namespace attnscope::dashboard

@@ -1,5 +1,7 @@
 #include "client/ui/prompt_view.h"
 
+#include <QCheckBox>
+#include <QComboBox>
 #include <QEvent>
 #include <QFontMetrics>
 #include <QGroupBox>
@@ -11,6 +13,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "client/ui/color_bar.h"
 #include "client/ui/entropy_chart.h"
 #include "client/ui/heat_cell_delegate.h"
 #include "client/ui/heatmap_view.h"
@@ -82,13 +85,35 @@ QWidget* PromptView::buildHeatmapPanel() {
   m_heatmapCaption->setWordWrap(true);  // never forces the panel wider
   m_heatmapView = new HeatmapView(box);
   m_heatmapView->setHeatmapModel(m_heatmap);
+  m_scaleCombo = new QComboBox(box);
+  m_scaleCombo->setObjectName(QStringLiteral("heatScaleCombo"));
+  m_scaleCombo->setToolTip(tr("Colour scale: √ and log show the small weights of diffuse heads"));
+  m_scaleCombo->addItem(tr("linear"), int(HeatScaleKind::Linear));
+  m_scaleCombo->addItem(tr("√ weight"), int(HeatScaleKind::Sqrt));
+  m_scaleCombo->addItem(tr("log"), int(HeatScaleKind::Log));
+  m_rowNormalise = new QCheckBox(tr("per row"), box);
+  m_rowNormalise->setObjectName(QStringLiteral("rowNormaliseCheck"));
+  m_rowNormalise->setToolTip(tr("Divide each query's row by its largest weight"));
+  m_heatmapLegend = new ColorBar(box);
+  m_heatmapLegend->setObjectName(QStringLiteral("heatmapLegend"));
   auto* controls = new QHBoxLayout;
   controls->addWidget(m_layer);
   controls->addWidget(m_head);
   controls->addWidget(m_heatmapCaption, 1);
+  auto* scale = new QHBoxLayout;
+  scale->addWidget(m_scaleCombo);
+  scale->addWidget(m_rowNormalise);
+  scale->addWidget(m_heatmapLegend, 1);
   auto* layout = new QVBoxLayout(box);
   layout->addLayout(controls);
   layout->addWidget(m_heatmapView, 1);
+  layout->addLayout(scale);
+  connect(m_scaleCombo, &QComboBox::currentIndexChanged, this, [this] {
+    m_heatmap->setScale(HeatScaleKind(m_scaleCombo->currentData().toInt()));
+  });
+  connect(m_rowNormalise, &QCheckBox::toggled, m_heatmap, &HeatmapModel::setRowNormalised);
+  connect(m_heatmap, &HeatmapModel::scaleChanged, this, &PromptView::updateHeatmapLegend);
+  updateHeatmapLegend();
   const auto choose = [this] { m_heatmap->setHead(m_layer->value(), m_head->value()); };
   connect(m_layer, qOverload<int>(&QSpinBox::valueChanged), this, choose);
   connect(m_head, qOverload<int>(&QSpinBox::valueChanged), this, choose);
@@ -115,8 +140,12 @@ QWidget* PromptView::buildSinkGridPanel() {
   connect(m_sinkGrid, &QAbstractItemModel::rowsInserted, this, &PromptView::fitSinkGrid);
   connect(m_sinkGrid, &QAbstractItemModel::columnsInserted, this, &PromptView::fitSinkGrid);
   connect(m_sinkGrid, &QAbstractItemModel::modelReset, this, &PromptView::fitSinkGrid);
+  m_sinkGridLegend = new ColorBar(box);
+  m_sinkGridLegend->setObjectName(QStringLiteral("sinkGridLegend"));
+  m_sinkGridLegend->setCaption(tr("sink score"));
   auto* layout = new QVBoxLayout(box);
   layout->addWidget(m_sinkGridView);
+  layout->addWidget(m_sinkGridLegend);
   connect(m_sinkGridView, &QAbstractItemView::clicked, this,
           [this](const QModelIndex& index) { openHead(index.row(), index.column()); });
   return box;
@@ -202,6 +231,12 @@ void PromptView::updateHeatmapCaption() {
     }
   }
   m_heatmapCaption->setText(caption);
+}
+
+void PromptView::updateHeatmapLegend() {
+  m_heatmapLegend->setScale(m_heatmap->scale());
+  m_heatmapLegend->setCaption(m_heatmap->isRowNormalised() ? tr("weight / row peak")
+                                                           : tr("weight"));
 }
 
 void PromptView::setEntropy(const EntropySeries& series) { m_entropyChart->setSeries(series); }

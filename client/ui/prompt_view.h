@@ -10,6 +10,8 @@
 #include "client/models/prompt_analysis.h"
 #include "client/models/sink_grid_model.h"
 
+class QCheckBox;
+class QComboBox;
 class QLabel;
 class QSpinBox;
 class QSplitter;
@@ -17,6 +19,7 @@ class QTableView;
 
 namespace attnscope::dashboard {
 
+class ColorBar;
 class EntropyChart;
 class HeatmapView;
 class NormChart;
@@ -40,6 +43,12 @@ class PromptView : public QWidget {
   QTableView* sinkGridView() const { return m_sinkGridView; }
   HeatmapView* heatmapView() const { return m_heatmapView; }
   NormChart* normChart() const { return m_normChart; }
+  // The heatmap's colour scale (linear, √, log), its per-row normalisation,
+  // and the two legends (colour bars with values).
+  QComboBox* scaleCombo() const { return m_scaleCombo; }
+  QCheckBox* rowNormaliseCheck() const { return m_rowNormalise; }
+  ColorBar* heatmapLegend() const { return m_heatmapLegend; }
+  ColorBar* sinkGridLegend() const { return m_sinkGridLegend; }
   EntropyChart* entropyChart() const { return m_entropyChart; }
   // The splitters whose state the main window persists.
   QList<QSplitter*> splitters() const { return {m_vertical, m_grids, m_charts}; }
@@ -64,6 +73,7 @@ class PromptView : public QWidget {
   QWidget* buildSinkGridPanel();
   void onLayerAdded();
   void updateHeatmapCaption();
+  void updateHeatmapLegend();
 
   PromptAnalysis* m_analysis = nullptr;
   HeatmapModel* m_heatmap;
@@ -77,6 +87,10 @@ class PromptView : public QWidget {
   QSpinBox* m_layer = nullptr;
   QSpinBox* m_head = nullptr;
   QLabel* m_heatmapCaption = nullptr;
+  QComboBox* m_scaleCombo = nullptr;
+  QCheckBox* m_rowNormalise = nullptr;
+  ColorBar* m_heatmapLegend = nullptr;
+  ColorBar* m_sinkGridLegend = nullptr;
   QSplitter* m_vertical;
   QSplitter* m_grids;
   QSplitter* m_charts;

@@ -3,8 +3,10 @@
 // Qwen2.5-0.5B grid) and 2,048 positions, a 2,000-token prompt, a generation
 // of 24 tokens, and long lines (model name, status, notes) in the real
 // MainWindow on a 1366 x 768 offscreen screen. The window never grows past
-// its screen and byte fragments read as <0xNN>. The screenshot at 1600 x 1000
-// goes to
+// its screen, byte fragments read as <0xNN>, token axes label what fits
+// (full tokens on hover), the heatmap's colour scale (linear, √, log, per
+// row) comes with a legend, and so does the sink grid. The screenshot at
+// 1600 x 1000 goes to
 // <build>/test-output/dashboard-24x14-2000.png.
 #include <QApplication>
 #include <QCheckBox>
@@ -17,11 +19,15 @@
 #include <QStatusBar>
 #include <QTableView>
 #include <QTemporaryDir>
+#include <cmath>
 #include <QtTest>
 
 #include "client/ui/feed_panel.h"
 #include "client/ui/heatmap_view.h"
 #include "client/ui/main_window.h"
+#include "client/ui/norm_chart.h"
+#include "client/ui/color_bar.h"
+#include "client/ui/entropy_chart.h"
 #include "client/ui/prompt_summary_panel.h"
 #include "client/ui/prompt_view.h"
 #include "tests/client/prompt_client.h"
@@ -178,6 +184,54 @@ void DashboardRealSizeTest::realSizeFitsReadsAndScales() {
   QVERIFY2(fits(window.frameGeometry().size(), screen), qPrintable(sizeText(window.size())));
   QCOMPARE(window.size(), initial);
   QVERIFY2(fits(window.minimumSizeHint(), screen), qPrintable(sizeText(window.minimumSizeHint())));
+
+  // Back to the 2,000-token prompt (by way of the generation's row: the
+  // feed's selection never moved): every axis labels what fits.
+  const QString generated = QString::fromUtf8("日本語 — generate at real size");
+  QTRY_VERIFY_WITH_TIMEOUT(finishedRow(*window.feedModel(), generated), 20000);
+  selectFeedRow(&window, findRow(*window.feedModel(), generated));
+  selectFeedRow(&window, findRow(*window.feedModel(), preview));
+  QCOMPARE(window.analysis()->tokenCount(), tokens);
+  QTRY_VERIFY_WITH_TIMEOUT(view->heatmapModel()->hasWeights(), kLong);
+  HeatmapView* heatmap = view->heatmapView();
+  for (TokenHeaderView* axis : {heatmap->keyAxis(), heatmap->queryAxis()}) {
+    QVERIFY(axis->isVisible());
+    QVERIFY2(axis->labelStep() > 1 &&
+                 axis->labelStep() * heatmap->currentCellSize() >= axis->fontMetrics().height(),
+             qPrintable(QStringLiteral("step %1, cell %2 px")
+                            .arg(axis->labelStep())
+                            .arg(heatmap->currentCellSize())));
+  }
+  // The full token on hover, byte fragments spelled out.
+  QCOMPARE(view->heatmapModel()->headerData(1, Qt::Horizontal, Qt::ToolTipRole).toString(),
+           QStringLiteral("1 <0xA5>"));
+  QCOMPARE(view->normChart()->barCount(), tokens);
+  QTRY_VERIFY(view->normChart()->labelStep() >= 20);  // 2,001 bars in a few hundred px
+  QVERIFY(view->entropyChart()->labelStep() >= 20);
+
+  // The colour scale from the controls, with its legend; the grid's legend.
+  HeatmapModel* cells = view->heatmapModel();
+  const QModelIndex cell = cells->index(tokens - 1, tokens / 2);
+  const double w = cell.data(HeatmapModel::WeightRole).toDouble();
+  QVERIFY(view->sinkGridLegend()->isVisible());
+  QCOMPARE(view->sinkGridLegend()->caption(), QStringLiteral("sink score"));
+  QCOMPARE(view->heatmapLegend()->tickLabels(),
+           QStringList({"0", ".25", ".5", ".75", "1"}));
+  view->scaleCombo()->setCurrentIndex(view->scaleCombo()->findData(int(HeatScaleKind::Log)));
+  QCOMPARE(cells->scale(), HeatScaleKind::Log);
+  QCOMPARE(view->heatmapLegend()->tickLabels(),
+           QStringList({"1e-4", "1e-3", ".01", ".1", "1"}));
+  view->scaleCombo()->setCurrentIndex(view->scaleCombo()->findData(int(HeatScaleKind::Sqrt)));
+  view->rowNormaliseCheck()->setChecked(true);
+  QVERIFY(cells->isRowNormalised());
+  QCOMPARE(view->heatmapLegend()->caption(), QStringLiteral("weight / row peak"));
+  double peak = 0.0;
+  for (int key = 0; key < tokens; ++key)
+    peak = qMax(peak, cells->index(tokens - 1, key).data(HeatmapModel::WeightRole).toDouble());
+  const double expected = std::sqrt(w / peak);
+  const double shown = cell.data(HeatmapModel::ScaledRole).toDouble();
+  QVERIFY2(std::abs(shown - expected) <= 1e-9,
+           qPrintable(QStringLiteral("%1 vs %2").arg(shown).arg(expected)));
 
   window.resize(1600, 1000);
   QTest::qWait(200);

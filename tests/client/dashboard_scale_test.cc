@@ -239,15 +239,22 @@ void DashboardScaleTest::longPromptScrollsAndZooms() {
   HeatmapView* heatmap = view->heatmapView();
   QCOMPARE(heatmap->currentCellSize(), HeatmapView::cellSize(tokens));
   QVERIFY(heatmap->horizontalScrollBar()->maximum() > 0);  // scrolls
-  QVERIFY(heatmap->verticalHeader()->isHidden());          // 2 px: no smeared axes
+  // 2 px a cell: both axes stay, labelling every step-th token, a line apart.
+  QVERIFY(!heatmap->verticalHeader()->isHidden());
+  QVERIFY(heatmap->queryAxis()->labelStep() > 1);
+  QVERIFY(heatmap->queryAxis()->labelStep() * heatmap->currentCellSize() >=
+          heatmap->queryAxis()->fontMetrics().height());
+  QCOMPARE(heatmap->model()->headerData(7, Qt::Horizontal, Qt::ToolTipRole).toString().left(2),
+           QStringLiteral("7 "));
   QVERIFY(heatmap->model()->index(tokens - 1, 0).data(Qt::ToolTipRole).toString().size() > 0);
   const int before = heatmap->horizontalScrollBar()->maximum();
   heatmap->setFocus();
   QTest::keyClick(heatmap, Qt::Key_Plus, Qt::ControlModifier);
   QVERIFY(heatmap->currentCellSize() > HeatmapView::cellSize(tokens));
   QTRY_VERIFY(heatmap->horizontalScrollBar()->maximum() > before);
-  heatmap->setZoom(4.0);  // 8 px a cell: the token axes are back
-  QVERIFY(!heatmap->verticalHeader()->isHidden());
+  const int thinned = heatmap->queryAxis()->labelStep();
+  heatmap->setZoom(4.0);  // 8 px a cell: more of the tokens are labelled
+  QVERIFY(heatmap->queryAxis()->labelStep() < thinned);
   heatmap->setZoom(0.01);  // clamped: one pixel a cell
   QCOMPARE(heatmap->currentCellSize(), 1);
   heatmap->setZoom(1.0);
