@@ -275,6 +275,218 @@ bool HasContent(const Value& v) {
   return false;
 }
 
+
+// The filters, one function each: value | name(args, kwargs).
+using Filter = absl::StatusOr<Value> (*)(const Value& v, std::vector<Value>& args, Kwargs& kwargs);
+
+absl::StatusOr<Value> TrimFilter(const Value& v, std::vector<Value>& args, Kwargs& kwargs) {
+  return Strip(ToStr(v), Arg(args, kwargs, 0, ""), true, true);
+}
+
+absl::StatusOr<Value> ToJsonFilter(const Value& v, std::vector<Value>& args, Kwargs& kwargs) {
+  const Value* indent = Arg(args, kwargs, 0, "indent");
+  ATTNSCOPE_ASSIGN_OR_RETURN(
+      std::string json,
+      ToJson(v, indent != nullptr && indent->kind == Value::Kind::kInt ? static_cast<int>(indent->i) : -1));
+  // Serialised data that holds message content counts as content.
+  return Value::Str(std::move(json), HasContent(v));
+}
+
+absl::StatusOr<Value> LengthFilter(const Value& v, std::vector<Value>&, Kwargs&) { return Value::Int(Length(v)); }
+
+absl::StatusOr<Value> DefaultFilter(const Value& v, std::vector<Value>& args, Kwargs& kwargs) {
+  const Value* fallback = Arg(args, kwargs, 0, "");
+  const Value* boolean = Arg(args, kwargs, 1, "boolean");
+  const bool use_default = v.IsUndefined() || (boolean != nullptr && Truthy(*boolean) && !Truthy(v));
+  return use_default ? (fallback != nullptr ? *fallback : Value::Str("")) : v;
+}
+
+absl::StatusOr<Value> JoinFilter(const Value& v, std::vector<Value>& args, Kwargs& kwargs) {
+  const Value* sep = Arg(args, kwargs, 0, "d");
+  return Join(v, sep != nullptr ? *sep : Value::Str(""), Arg(args, kwargs, 1, "attribute"));
+}
+
+absl::StatusOr<Value> UpperFilter(const Value& v, std::vector<Value>&, Kwargs&) { return CaseMap(ToStr(v), 1); }
+absl::StatusOr<Value> LowerFilter(const Value& v, std::vector<Value>&, Kwargs&) { return CaseMap(ToStr(v), 0); }
+absl::StatusOr<Value> TitleFilter(const Value& v, std::vector<Value>&, Kwargs&) { return CaseMap(ToStr(v), 2); }
+absl::StatusOr<Value> CapitalizeFilter(const Value& v, std::vector<Value>&, Kwargs&) {
+  return CaseMap(CaseMap(ToStr(v), 0), 3);
+}
+
+absl::StatusOr<Value> ItemsFilter(const Value& v, std::vector<Value>& args, Kwargs& kwargs) {
+  if (v.kind != Value::Kind::kDict) return Bad("items: expected a dict");
+  return DictMethod(v, "items", args, kwargs);
+}
+
+// first and last: undefined for an empty sequence.
+absl::StatusOr<Value> EndItem(const Value& v, bool first) {
+  ATTNSCOPE_ASSIGN_OR_RETURN(Value list, ToList(v));
+  if (list.list->empty()) return Value{};
+  return first ? list.list->front() : list.list->back();
+}
+absl::StatusOr<Value> FirstFilter(const Value& v, std::vector<Value>&, Kwargs&) { return EndItem(v, true); }
+absl::StatusOr<Value> LastFilter(const Value& v, std::vector<Value>&, Kwargs&) { return EndItem(v, false); }
+
+absl::StatusOr<Value> ListFilter(const Value& v, std::vector<Value>&, Kwargs&) { return ToList(v); }
+absl::StatusOr<Value> ReverseFilter(const Value& v, std::vector<Value>&, Kwargs&) {
+  return Slice(v, Value{}, Value{}, Value::Int(-1));
+}
+absl::StatusOr<Value> StringFilter(const Value& v, std::vector<Value>&, Kwargs&) { return ToStr(v); }
+absl::StatusOr<Value> SafeFilter(const Value& v, std::vector<Value>&, Kwargs&) { return v; }
+
+absl::StatusOr<Value> IntFilter(const Value& v, std::vector<Value>&, Kwargs&) {
+  if (v.kind == Value::Kind::kFloat) return Value::Int(static_cast<int64_t>(v.f));
+  if (v.kind == Value::Kind::kBool) return Value::Int(v.b);
+  if (v.kind == Value::Kind::kString) return Value::Int(std::strtoll(v.s.c_str(), nullptr, 10));
+  return v.kind == Value::Kind::kInt ? v : Value::Int(0);
+}
+
+absl::StatusOr<Value> FloatFilter(const Value& v, std::vector<Value>&, Kwargs&) {
+  if (v.kind == Value::Kind::kString) return Value::Float(std::strtod(v.s.c_str(), nullptr));
+  return Value::Float(v.IsNumber() ? v.AsDouble() : 0.0);
+}
+
+absl::StatusOr<Value> AbsFilter(const Value& v, std::vector<Value>&, Kwargs&) {
+  return v.kind == Value::Kind::kInt ? Value::Int(std::llabs(v.i)) : Value::Float(std::fabs(v.f));
+}
+
+absl::StatusOr<Value> ReplaceFilter(const Value& v, std::vector<Value>& args, Kwargs&) {
+  if (args.size() < 2) return Bad("replace needs two arguments");
+  return Replace(ToStr(v), args[0].s, ToStr(args[1]), args.size() > 2 ? args[2].i : -1);
+}
+
+absl::StatusOr<Value> IndentFilter(const Value& v, std::vector<Value>& args, Kwargs& kwargs) {
+  return Indent(ToStr(v), args, kwargs);
+}
+
+absl::StatusOr<Value> SelectFilter(const Value& v, std::vector<Value>& args, Kwargs&) {
+  return FilterItems(v, false, true, args);
+}
+absl::StatusOr<Value> RejectFilter(const Value& v, std::vector<Value>& args, Kwargs&) {
+  return FilterItems(v, false, false, args);
+}
+absl::StatusOr<Value> SelectAttrFilter(const Value& v, std::vector<Value>& args, Kwargs&) {
+  return FilterItems(v, true, true, args);
+}
+absl::StatusOr<Value> RejectAttrFilter(const Value& v, std::vector<Value>& args, Kwargs&) {
+  return FilterItems(v, true, false, args);
+}
+
+// map(attribute="x") takes an attribute of each item; map("name", args...)
+// applies a filter to each.
+absl::StatusOr<Value> MapFilter(const Value& v, std::vector<Value>& args, Kwargs& kwargs) {
+  const Value* attribute = Arg(args, kwargs, 99, "attribute");
+  ATTNSCOPE_ASSIGN_OR_RETURN(Value list, ToList(v));
+  List out;
+  for (const Value& item : *list.list) {
+    if (attribute != nullptr) {
+      out.push_back(GetAttr(item, attribute->s));
+      continue;
+    }
+    if (args.empty()) return Bad("map needs a filter name or attribute=");
+    std::vector<Value> rest(args.begin() + 1, args.end());
+    Kwargs none;
+    ATTNSCOPE_ASSIGN_OR_RETURN(Value mapped, ApplyFilter(args[0].s, item, rest, none));
+    out.push_back(std::move(mapped));
+  }
+  return Value::MakeList(std::move(out));
+}
+
+struct FilterEntry {
+  std::string_view name;
+  Filter apply;
+};
+
+constexpr FilterEntry kFilters[] = {
+    {"trim", TrimFilter},
+    {"tojson", ToJsonFilter},
+    {"length", LengthFilter},
+    {"count", LengthFilter},
+    {"default", DefaultFilter},
+    {"d", DefaultFilter},
+    {"join", JoinFilter},
+    {"upper", UpperFilter},
+    {"lower", LowerFilter},
+    {"title", TitleFilter},
+    {"capitalize", CapitalizeFilter},
+    {"items", ItemsFilter},
+    {"first", FirstFilter},
+    {"last", LastFilter},
+    {"list", ListFilter},
+    {"reverse", ReverseFilter},
+    {"string", StringFilter},
+    {"safe", SafeFilter},
+    {"int", IntFilter},
+    {"float", FloatFilter},
+    {"abs", AbsFilter},
+    {"replace", ReplaceFilter},
+    {"indent", IndentFilter},
+    {"select", SelectFilter},
+    {"reject", RejectFilter},
+    {"selectattr", SelectAttrFilter},
+    {"rejectattr", RejectAttrFilter},
+    {"map", MapFilter},
+};
+
+
+// The global functions (AddGlobalFunctions).
+absl::StatusOr<Value> Namespace(std::vector<Value>& args, Kwargs& kwargs) {
+  Value ns = Value::MakeDict();
+  ns.is_namespace = true;
+  for (const Value& a : args) {
+    if (a.kind == Value::Kind::kDict) {
+      for (const auto& [k, v] : *a.dict) ns.Set(k, v);
+    }
+  }
+  for (auto& [k, v] : kwargs) ns.Set(k, v);
+  return ns;
+}
+
+absl::StatusOr<Value> DictOf(std::vector<Value>&, Kwargs& kwargs) {
+  return Value::MakeDict(Dict(kwargs.begin(), kwargs.end()));
+}
+
+absl::StatusOr<Value> RaiseException(std::vector<Value>& args, Kwargs&) {
+  return absl::InvalidArgumentError(absl::StrCat(kRaisedPrefix, args.empty() ? "" : ToStr(args[0]).s));
+}
+
+absl::StatusOr<Value> Range(std::vector<Value>& args, Kwargs&) {
+  int64_t start = 0, stop = 0, step = 1;
+  if (args.size() == 1) stop = args[0].i;
+  if (args.size() >= 2) {
+    start = args[0].i;
+    stop = args[1].i;
+  }
+  if (args.size() >= 3) step = args[2].i;
+  if (step == 0 || args.empty()) return Bad("range: bad arguments");
+  // Counted before anything is built, in unsigned arithmetic: building a
+  // million items first took over 10 s under ASan, and `k += step` could
+  // overflow near the ends of int64.
+  const bool up = step > 0;
+  const uint64_t span = up ? (stop > start ? uint64_t(stop) - uint64_t(start) : 0)
+                           : (start > stop ? uint64_t(start) - uint64_t(stop) : 0);
+  const uint64_t stride = up ? uint64_t(step) : 0 - uint64_t(step);
+  const uint64_t count = span == 0 ? 0 : (span - 1) / stride + 1;
+  if (count > kMaxRangeItems) {
+    return Bad(absl::StrCat("range: ", count, " items is more than ", kMaxRangeItems));
+  }
+  List out;
+  out.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    out.push_back(Value::Int(static_cast<int64_t>(uint64_t(start) + i * uint64_t(step))));
+  }
+  return Value::MakeList(std::move(out));
+}
+
+absl::StatusOr<Value> StrftimeNow(std::vector<Value>& args, Kwargs&) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[256];
+  const size_t n = std::strftime(buf, sizeof(buf), args.empty() ? "%d %B %Y" : args[0].s.c_str(), &tm);
+  return Value::Str(std::string(buf, n));
+}
+
 }  // namespace
 
 Value GetAttr(const Value& obj, const std::string& name) {
@@ -337,79 +549,8 @@ absl::StatusOr<Value> Slice(const Value& obj, const Value& start, const Value& s
 
 absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& v,
                                   std::vector<Value>& args, Kwargs& kwargs) {
-  const Value* a0 = Arg(args, kwargs, 0, "");
-  if (name == "trim") return Strip(ToStr(v), a0, true, true);
-  if (name == "tojson") {
-    const Value* indent = Arg(args, kwargs, 0, "indent");
-    ATTNSCOPE_ASSIGN_OR_RETURN(
-        std::string json,
-        ToJson(v, indent != nullptr && indent->kind == Value::Kind::kInt ? static_cast<int>(indent->i) : -1));
-    // Serialised data that holds message content counts as content.
-    return Value::Str(std::move(json), HasContent(v));
-  }
-  if (name == "length" || name == "count") return Value::Int(Length(v));
-  if (name == "default" || name == "d") {
-    const Value* boolean = Arg(args, kwargs, 1, "boolean");
-    const bool use_default = v.IsUndefined() || (boolean != nullptr && Truthy(*boolean) && !Truthy(v));
-    return use_default ? (a0 != nullptr ? *a0 : Value::Str("")) : v;
-  }
-  if (name == "join") {
-    const Value* sep = Arg(args, kwargs, 0, "d");
-    return Join(v, sep != nullptr ? *sep : Value::Str(""), Arg(args, kwargs, 1, "attribute"));
-  }
-  if (name == "upper") return CaseMap(ToStr(v), 1);
-  if (name == "lower") return CaseMap(ToStr(v), 0);
-  if (name == "title") return CaseMap(ToStr(v), 2);
-  if (name == "capitalize") return CaseMap(CaseMap(ToStr(v), 0), 3);
-  if (name == "items") {
-    if (v.kind != Value::Kind::kDict) return Bad("items: expected a dict");
-    return DictMethod(v, "items", args, kwargs);
-  }
-  if (name == "first" || name == "last") {
-    ATTNSCOPE_ASSIGN_OR_RETURN(Value list, ToList(v));
-    if (list.list->empty()) return Value{};
-    return name == "first" ? list.list->front() : list.list->back();
-  }
-  if (name == "list") return ToList(v);
-  if (name == "reverse") return Slice(v, Value{}, Value{}, Value::Int(-1));
-  if (name == "string") return ToStr(v);
-  if (name == "safe") return v;
-  if (name == "int") {
-    if (v.kind == Value::Kind::kFloat) return Value::Int(static_cast<int64_t>(v.f));
-    if (v.kind == Value::Kind::kBool) return Value::Int(v.b);
-    if (v.kind == Value::Kind::kString) return Value::Int(std::strtoll(v.s.c_str(), nullptr, 10));
-    return v.kind == Value::Kind::kInt ? v : Value::Int(0);
-  }
-  if (name == "float") {
-    if (v.kind == Value::Kind::kString) return Value::Float(std::strtod(v.s.c_str(), nullptr));
-    return Value::Float(v.IsNumber() ? v.AsDouble() : 0.0);
-  }
-  if (name == "abs") return v.kind == Value::Kind::kInt ? Value::Int(std::llabs(v.i)) : Value::Float(std::fabs(v.f));
-  if (name == "replace") {
-    if (args.size() < 2) return Bad("replace needs two arguments");
-    return Replace(ToStr(v), args[0].s, ToStr(args[1]), args.size() > 2 ? args[2].i : -1);
-  }
-  if (name == "indent") return Indent(ToStr(v), args, kwargs);
-  if (name == "select" || name == "reject") return FilterItems(v, false, name == "select", args);
-  if (name == "selectattr" || name == "rejectattr") {
-    return FilterItems(v, true, name == "selectattr", args);
-  }
-  if (name == "map") {
-    const Value* attribute = Arg(args, kwargs, 99, "attribute");
-    ATTNSCOPE_ASSIGN_OR_RETURN(Value list, ToList(v));
-    List out;
-    for (const Value& item : *list.list) {
-      if (attribute != nullptr) {
-        out.push_back(GetAttr(item, attribute->s));
-        continue;
-      }
-      if (args.empty()) return Bad("map needs a filter name or attribute=");
-      std::vector<Value> rest(args.begin() + 1, args.end());
-      Kwargs none;
-      ATTNSCOPE_ASSIGN_OR_RETURN(Value mapped, ApplyFilter(args[0].s, item, rest, none));
-      out.push_back(std::move(mapped));
-    }
-    return Value::MakeList(std::move(out));
+  for (const FilterEntry& filter : kFilters) {
+    if (filter.name == name) return filter.apply(v, args, kwargs);
   }
   return Bad(absl::StrCat("unsupported filter '", name, "'"));
 }
@@ -457,59 +598,11 @@ absl::StatusOr<bool> ApplyTest(const std::string& name, const Value& v,
 }
 
 void AddGlobalFunctions(Value& globals) {
-  globals.Set("namespace", Value::Func([](std::vector<Value>& args, Kwargs& kwargs) -> absl::StatusOr<Value> {
-    Value ns = Value::MakeDict();
-    ns.is_namespace = true;
-    for (const Value& a : args) {
-      if (a.kind == Value::Kind::kDict) {
-        for (const auto& [k, v] : *a.dict) ns.Set(k, v);
-      }
-    }
-    for (auto& [k, v] : kwargs) ns.Set(k, v);
-    return ns;
-  }));
-  globals.Set("dict", Value::Func([](std::vector<Value>&, Kwargs& kwargs) -> absl::StatusOr<Value> {
-    return Value::MakeDict(Dict(kwargs.begin(), kwargs.end()));
-  }));
-  globals.Set("raise_exception", Value::Func([](std::vector<Value>& args, Kwargs&) -> absl::StatusOr<Value> {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kRaisedPrefix, args.empty() ? "" : ToStr(args[0]).s));
-  }));
-  globals.Set("range", Value::Func([](std::vector<Value>& args, Kwargs&) -> absl::StatusOr<Value> {
-    int64_t start = 0, stop = 0, step = 1;
-    if (args.size() == 1) stop = args[0].i;
-    if (args.size() >= 2) {
-      start = args[0].i;
-      stop = args[1].i;
-    }
-    if (args.size() >= 3) step = args[2].i;
-    if (step == 0 || args.empty()) return Bad("range: bad arguments");
-    // Counted before anything is built, in unsigned arithmetic: building a
-    // million items first took over 10 s under ASan, and `k += step` could
-    // overflow near the ends of int64.
-    const bool up = step > 0;
-    const uint64_t span = up ? (stop > start ? uint64_t(stop) - uint64_t(start) : 0)
-                             : (start > stop ? uint64_t(start) - uint64_t(stop) : 0);
-    const uint64_t stride = up ? uint64_t(step) : 0 - uint64_t(step);
-    const uint64_t count = span == 0 ? 0 : (span - 1) / stride + 1;
-    if (count > kMaxRangeItems) {
-      return Bad(absl::StrCat("range: ", count, " items is more than ", kMaxRangeItems));
-    }
-    List out;
-    out.reserve(count);
-    for (uint64_t i = 0; i < count; ++i) {
-      out.push_back(Value::Int(static_cast<int64_t>(uint64_t(start) + i * uint64_t(step))));
-    }
-    return Value::MakeList(std::move(out));
-  }));
-  globals.Set("strftime_now", Value::Func([](std::vector<Value>& args, Kwargs&) -> absl::StatusOr<Value> {
-    const std::time_t now = std::time(nullptr);
-    std::tm tm{};
-    localtime_r(&now, &tm);
-    char buf[256];
-    const size_t n = std::strftime(buf, sizeof(buf), args.empty() ? "%d %B %Y" : args[0].s.c_str(), &tm);
-    return Value::Str(std::string(buf, n));
-  }));
+  globals.Set("namespace", Value::Func(Namespace));
+  globals.Set("dict", Value::Func(DictOf));
+  globals.Set("raise_exception", Value::Func(RaiseException));
+  globals.Set("range", Value::Func(Range));
+  globals.Set("strftime_now", Value::Func(StrftimeNow));
 }
 
 }  // namespace attnscope::chat_template

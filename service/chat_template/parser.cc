@@ -273,71 +273,89 @@ class ExprParser {
 
   absl::StatusOr<ExprPtr> Primary() {
     const Token& tok = Peek();
-    const int at = tok.line;
-    auto literal = [&](Value v) {
-      auto e = Make(Expr::Type::kLiteral, at);
-      e->value = std::move(v);
-      return e;
-    };
     switch (tok.kind) {
-      case Token::Kind::kString: {
-        std::string s;
-        while (Peek().kind == Token::Kind::kString) s += Next().text;  // "a" "b"
-        return literal(Value::Str(std::move(s)));
-      }
-      // stoll/stod throw for literals beyond int64 or double (an uncaught
-      // exception ended the process); such a literal is a template error.
+      case Token::Kind::kString: return StringLiteral();
       case Token::Kind::kInt:
-      case Token::Kind::kFloat: {
-        const Token& number = Next();
-        try {
-          if (number.kind == Token::Kind::kInt) return literal(Value::Int(std::stoll(number.text)));
-          return literal(Value::Float(std::stod(number.text)));
-        } catch (const std::out_of_range&) {
-          return Error(at, absl::StrCat("the number ", number.text.substr(0, 40),
-                                        number.text.size() > 40 ? "..." : "", " is out of range"));
-        }
-      }
-      case Token::Kind::kName: {
-        const std::string name = Next().text;
-        if (name == "true" || name == "True") return literal(Value::Bool(true));
-        if (name == "false" || name == "False") return literal(Value::Bool(false));
-        if (name == "none" || name == "None") return literal(Value::None());
-        return Make(Expr::Type::kName, at, name);
-      }
+      case Token::Kind::kFloat: return NumberLiteral();
+      case Token::Kind::kName: return NameOrConstant();
       case Token::Kind::kOp:
-        if (tok.text == "(") {
-          Next();
-          ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr inner, TupleOrExpression());
-          ATTNSCOPE_RETURN_IF_ERROR(Expect(")"));
-          return inner;
-        }
-        if (tok.text == "[") {
-          Next();
-          auto list = Make(Expr::Type::kList, at);
-          ATTNSCOPE_RETURN_IF_ERROR(Args(*list, "]"));
-          if (!list->kwargs.empty()) return Error(at, "'=' inside a list literal");
-          return list;
-        }
-        if (tok.text == "{") {
-          Next();
-          auto dict = Make(Expr::Type::kDict, at);
-          while (!IsOp("}")) {
-            ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr key, Expression());
-            ATTNSCOPE_RETURN_IF_ERROR(Expect(":"));
-            ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr value, Expression());
-            dict->args.push_back(std::move(key));
-            dict->args.push_back(std::move(value));
-            if (!IsOp(",")) break;
-            Next();
-          }
-          ATTNSCOPE_RETURN_IF_ERROR(Expect("}"));
-          return dict;
-        }
+        if (tok.text == "(") return Parenthesized();
+        if (tok.text == "[") return ListLiteral();
+        if (tok.text == "{") return DictLiteral();
         break;
       default: break;
     }
-    return Error(at, absl::StrCat("unexpected '", tok.text.empty() ? "end of expression" : tok.text, "'"));
+    return Error(tok.line, absl::StrCat("unexpected '", tok.text.empty() ? "end of expression" : tok.text, "'"));
+  }
+
+  static ExprPtr Literal(int line, Value v) {
+    auto e = Make(Expr::Type::kLiteral, line);
+    e->value = std::move(v);
+    return e;
+  }
+
+  // "a" 'b': adjacent strings are one.
+  absl::StatusOr<ExprPtr> StringLiteral() {
+    const int at = line();
+    std::string s;
+    while (Peek().kind == Token::Kind::kString) s += Next().text;
+    return Literal(at, Value::Str(std::move(s)));
+  }
+
+  // stoll/stod throw for literals beyond int64 or double (an uncaught
+  // exception ended the process); such a literal is a template error.
+  absl::StatusOr<ExprPtr> NumberLiteral() {
+    const Token& number = Next();
+    const int at = number.line;
+    try {
+      if (number.kind == Token::Kind::kInt) return Literal(at, Value::Int(std::stoll(number.text)));
+      return Literal(at, Value::Float(std::stod(number.text)));
+    } catch (const std::out_of_range&) {
+      return Error(at, absl::StrCat("the number ", number.text.substr(0, 40),
+                                    number.text.size() > 40 ? "..." : "", " is out of range"));
+    }
+  }
+
+  // true/True, false/False, none/None, or a variable.
+  absl::StatusOr<ExprPtr> NameOrConstant() {
+    const int at = line();
+    const std::string name = Next().text;
+    if (name == "true" || name == "True") return Literal(at, Value::Bool(true));
+    if (name == "false" || name == "False") return Literal(at, Value::Bool(false));
+    if (name == "none" || name == "None") return Literal(at, Value::None());
+    return Make(Expr::Type::kName, at, name);
+  }
+
+  // ( expr ) or a tuple ( a, b ).
+  absl::StatusOr<ExprPtr> Parenthesized() {
+    Next();
+    ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr inner, TupleOrExpression());
+    ATTNSCOPE_RETURN_IF_ERROR(Expect(")"));
+    return inner;
+  }
+
+  absl::StatusOr<ExprPtr> ListLiteral() {
+    const int at = Next().line;
+    auto list = Make(Expr::Type::kList, at);
+    ATTNSCOPE_RETURN_IF_ERROR(Args(*list, "]"));
+    if (!list->kwargs.empty()) return Error(at, "'=' inside a list literal");
+    return list;
+  }
+
+  absl::StatusOr<ExprPtr> DictLiteral() {
+    const int at = Next().line;
+    auto dict = Make(Expr::Type::kDict, at);
+    while (!IsOp("}")) {
+      ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr key, Expression());
+      ATTNSCOPE_RETURN_IF_ERROR(Expect(":"));
+      ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr value, Expression());
+      dict->args.push_back(std::move(key));
+      dict->args.push_back(std::move(value));
+      if (!IsOp(",")) break;
+      Next();
+    }
+    ATTNSCOPE_RETURN_IF_ERROR(Expect("}"));
+    return dict;
   }
 
   std::vector<Token> t_;
@@ -393,99 +411,141 @@ class TemplateParser {
   }
 
  private:
+  // The statement `keyword ...` whose tag starts at `line`, appended to `body`.
   absl::Status Statement(const std::string& keyword, int line, ExprParser& p, Body& body) {
-    auto node = std::make_unique<Node>();
-    node->line = line;
-    std::string ended;
-    std::unique_ptr<ExprParser> rest;
+    absl::StatusOr<NodePtr> node;
     if (keyword == "if") {
-      node->type = Node::Type::kIf;
-      ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr cond, p.Expression());
-      ATTNSCOPE_RETURN_IF_ERROR(p.ExpectEnd());
-      while (true) {
-        ATTNSCOPE_ASSIGN_OR_RETURN(Body branch, ParseBody({"elif", "else", "endif"}, &ended, &rest));
-        node->branches.emplace_back(std::move(cond), std::move(branch));
-        if (ended == "endif") break;
-        if (ended == "elif") {
-          ATTNSCOPE_ASSIGN_OR_RETURN(cond, rest->Expression());
-        } else {
-          cond = nullptr;
-          ATTNSCOPE_ASSIGN_OR_RETURN(Body last, ParseBody({"endif"}, &ended, &rest));
-          node->branches.emplace_back(nullptr, std::move(last));
-          break;
-        }
-      }
+      node = If(p);
     } else if (keyword == "for") {
-      node->type = Node::Type::kFor;
-      do {
-        ATTNSCOPE_ASSIGN_OR_RETURN(std::string target, p.ExpectName());
-        node->targets.push_back(std::move(target));
-      } while (p.IsOp(",") && (p.Next(), true));
-      if (!p.IsName("in")) return Error(line, "expected 'in' in for");
-      p.Next();
-      ATTNSCOPE_ASSIGN_OR_RETURN(node->expr, p.Expression(false));
-      if (p.IsName("if")) {
-        p.Next();
-        ATTNSCOPE_ASSIGN_OR_RETURN(node->filter, p.Expression(false));
-      }
-      if (p.IsName("recursive")) return Error(line, "unsupported: recursive for loops");
-      ATTNSCOPE_RETURN_IF_ERROR(p.ExpectEnd());
-      ATTNSCOPE_ASSIGN_OR_RETURN(node->body, ParseBody({"else", "endfor"}, &ended, &rest));
-      if (ended == "else") {
-        ATTNSCOPE_ASSIGN_OR_RETURN(node->else_body, ParseBody({"endfor"}, &ended, &rest));
-      }
+      node = For(line, p);
     } else if (keyword == "set") {
-      ATTNSCOPE_ASSIGN_OR_RETURN(std::string target, p.ExpectName());
-      node->targets.push_back(std::move(target));
-      if (p.IsOp(".")) {
-        p.Next();
-        ATTNSCOPE_ASSIGN_OR_RETURN(node->attr, p.ExpectName());
-      }
-      while (p.IsOp(",")) {
-        p.Next();
-        ATTNSCOPE_ASSIGN_OR_RETURN(std::string more, p.ExpectName());
-        node->targets.push_back(std::move(more));
-      }
-      if (p.AtEnd()) {
-        if (node->targets.size() != 1 || !node->attr.empty()) return Error(line, "block set needs one plain name");
-        node->type = Node::Type::kSetBlock;
-        ATTNSCOPE_ASSIGN_OR_RETURN(node->body, ParseBody({"endset"}, &ended, &rest));
-      } else {
-        node->type = Node::Type::kSet;
-        ATTNSCOPE_RETURN_IF_ERROR(p.Expect("="));
-        ATTNSCOPE_ASSIGN_OR_RETURN(node->expr, p.TupleOrExpression());
-        ATTNSCOPE_RETURN_IF_ERROR(p.ExpectEnd());
-      }
+      node = Set(line, p);
     } else if (keyword == "macro") {
-      node->type = Node::Type::kMacro;
-      ATTNSCOPE_ASSIGN_OR_RETURN(std::string name, p.ExpectName());
-      node->targets.push_back(std::move(name));
-      ATTNSCOPE_RETURN_IF_ERROR(p.Expect("("));
-      while (!p.IsOp(")")) {
-        ATTNSCOPE_ASSIGN_OR_RETURN(std::string param, p.ExpectName());
-        ExprPtr fallback;
-        if (p.IsOp("=")) {
-          p.Next();
-          ATTNSCOPE_ASSIGN_OR_RETURN(fallback, p.Expression());
-        }
-        node->params.emplace_back(std::move(param), std::move(fallback));
-        if (!p.IsOp(",")) break;
-        p.Next();
-      }
-      ATTNSCOPE_RETURN_IF_ERROR(p.Expect(")"));
-      ATTNSCOPE_ASSIGN_OR_RETURN(node->body, ParseBody({"endmacro"}, &ended, &rest));
+      node = Macro(p);
     } else if (keyword == "break" || keyword == "continue") {
-      node->type = keyword == "break" ? Node::Type::kBreak : Node::Type::kContinue;
+      node = MakeNode(keyword == "break" ? Node::Type::kBreak : Node::Type::kContinue);
     } else if (keyword == "generation") {
       // Hugging Face's assistant-mask marker: renders its body unchanged.
-      ATTNSCOPE_ASSIGN_OR_RETURN(Body inner, ParseBody({"endgeneration"}, &ended, &rest));
+      ATTNSCOPE_ASSIGN_OR_RETURN(Body inner, BodyUntil({"endgeneration"}));
       for (auto& n : inner) body.push_back(std::move(n));
       return absl::OkStatus();
     } else {
       return Error(line, absl::StrCat("unsupported statement '", keyword, "'"));
     }
-    body.push_back(std::move(node));
+    if (!node.ok()) return node.status();
+    (*node)->line = line;
+    body.push_back(*std::move(node));
     return absl::OkStatus();
+  }
+
+  static NodePtr MakeNode(Node::Type type) {
+    auto node = std::make_unique<Node>();
+    node->type = type;
+    return node;
+  }
+
+  // The body up to one of `ends` (the keyword that ended it in *ended, when
+  // given; the rest of that tag is not read).
+  absl::StatusOr<Body> BodyUntil(const std::set<std::string>& ends, std::string* ended = nullptr,
+                                 std::unique_ptr<ExprParser>* end_tokens = nullptr) {
+    std::string keyword;
+    std::unique_ptr<ExprParser> rest;
+    ATTNSCOPE_ASSIGN_OR_RETURN(Body body, ParseBody(ends, &keyword, &rest));
+    if (ended != nullptr) *ended = keyword;
+    if (end_tokens != nullptr) *end_tokens = std::move(rest);
+    return body;
+  }
+
+  // if cond %}...{% elif cond %}...{% else %}...{% endif
+  absl::StatusOr<NodePtr> If(ExprParser& p) {
+    NodePtr node = MakeNode(Node::Type::kIf);
+    ATTNSCOPE_ASSIGN_OR_RETURN(ExprPtr cond, p.Expression());
+    ATTNSCOPE_RETURN_IF_ERROR(p.ExpectEnd());
+    std::string ended;
+    std::unique_ptr<ExprParser> rest;
+    while (true) {
+      ATTNSCOPE_ASSIGN_OR_RETURN(Body branch, BodyUntil({"elif", "else", "endif"}, &ended, &rest));
+      node->branches.emplace_back(std::move(cond), std::move(branch));
+      if (ended == "endif") return node;
+      if (ended == "else") break;
+      ATTNSCOPE_ASSIGN_OR_RETURN(cond, rest->Expression());  // elif
+    }
+    ATTNSCOPE_ASSIGN_OR_RETURN(Body last, BodyUntil({"endif"}));
+    node->branches.emplace_back(nullptr, std::move(last));
+    return node;
+  }
+
+  // for a, b in iterable [if filter] %}...{% else %}...{% endfor
+  absl::StatusOr<NodePtr> For(int line, ExprParser& p) {
+    NodePtr node = MakeNode(Node::Type::kFor);
+    do {
+      ATTNSCOPE_ASSIGN_OR_RETURN(std::string target, p.ExpectName());
+      node->targets.push_back(std::move(target));
+    } while (p.IsOp(",") && (p.Next(), true));
+    if (!p.IsName("in")) return Error(line, "expected 'in' in for");
+    p.Next();
+    ATTNSCOPE_ASSIGN_OR_RETURN(node->expr, p.Expression(false));
+    if (p.IsName("if")) {
+      p.Next();
+      ATTNSCOPE_ASSIGN_OR_RETURN(node->filter, p.Expression(false));
+    }
+    if (p.IsName("recursive")) return Error(line, "unsupported: recursive for loops");
+    ATTNSCOPE_RETURN_IF_ERROR(p.ExpectEnd());
+    std::string ended;
+    ATTNSCOPE_ASSIGN_OR_RETURN(node->body, BodyUntil({"else", "endfor"}, &ended));
+    if (ended == "else") {
+      ATTNSCOPE_ASSIGN_OR_RETURN(node->else_body, BodyUntil({"endfor"}));
+    }
+    return node;
+  }
+
+  // set x = expr, set ns.attr = expr, set a, b = expr, or a block set
+  // (set x %}...{% endset).
+  absl::StatusOr<NodePtr> Set(int line, ExprParser& p) {
+    NodePtr node = MakeNode(Node::Type::kSet);
+    ATTNSCOPE_ASSIGN_OR_RETURN(std::string target, p.ExpectName());
+    node->targets.push_back(std::move(target));
+    if (p.IsOp(".")) {
+      p.Next();
+      ATTNSCOPE_ASSIGN_OR_RETURN(node->attr, p.ExpectName());
+    }
+    while (p.IsOp(",")) {
+      p.Next();
+      ATTNSCOPE_ASSIGN_OR_RETURN(std::string more, p.ExpectName());
+      node->targets.push_back(std::move(more));
+    }
+    if (p.AtEnd()) {
+      if (node->targets.size() != 1 || !node->attr.empty()) return Error(line, "block set needs one plain name");
+      node->type = Node::Type::kSetBlock;
+      ATTNSCOPE_ASSIGN_OR_RETURN(node->body, BodyUntil({"endset"}));
+      return node;
+    }
+    ATTNSCOPE_RETURN_IF_ERROR(p.Expect("="));
+    ATTNSCOPE_ASSIGN_OR_RETURN(node->expr, p.TupleOrExpression());
+    ATTNSCOPE_RETURN_IF_ERROR(p.ExpectEnd());
+    return node;
+  }
+
+  // macro name(param, param=default) %}...{% endmacro
+  absl::StatusOr<NodePtr> Macro(ExprParser& p) {
+    NodePtr node = MakeNode(Node::Type::kMacro);
+    ATTNSCOPE_ASSIGN_OR_RETURN(std::string name, p.ExpectName());
+    node->targets.push_back(std::move(name));
+    ATTNSCOPE_RETURN_IF_ERROR(p.Expect("("));
+    while (!p.IsOp(")")) {
+      ATTNSCOPE_ASSIGN_OR_RETURN(std::string param, p.ExpectName());
+      ExprPtr fallback;
+      if (p.IsOp("=")) {
+        p.Next();
+        ATTNSCOPE_ASSIGN_OR_RETURN(fallback, p.Expression());
+      }
+      node->params.emplace_back(std::move(param), std::move(fallback));
+      if (!p.IsOp(",")) break;
+      p.Next();
+    }
+    ATTNSCOPE_RETURN_IF_ERROR(p.Expect(")"));
+    ATTNSCOPE_ASSIGN_OR_RETURN(node->body, BodyUntil({"endmacro"}));
+    return node;
   }
 
   std::vector<Segment> segs_;
