@@ -175,19 +175,22 @@ class LayerProgressLine : public analysis::LayerListener {
   ~LayerProgressLine() override {
     if (shown_ >= 0) std::fprintf(stderr, "\r\033[K");
   }
-  void OnLayerDone(int layer, const analysis::HeadStats&, const std::vector<double>&) override {
+  void OnLayerDone(int layer, const analysis::HeadStats&,
+                   const std::vector<double>& norms) override {
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const int64_t done = layer + 1;
     if (done > 1 && done < layers_ && elapsed - shown_ < 0.1) return;
     shown_ = elapsed;
     const double eta = elapsed / static_cast<double>(done) * static_cast<double>(layers_ - done);
-    const double rate = elapsed > 0 ? static_cast<double>(tokens_) * done / layers_ / elapsed : 0;
+    // A remote pass learns T from the layer's norms.
+    const int64_t tokens = tokens_ > 0 ? tokens_ : static_cast<int64_t>(norms.size());
+    const double rate = elapsed > 0 ? static_cast<double>(tokens) * done / layers_ / elapsed : 0;
     std::fprintf(stderr,
                  "\r\033[Kanalyze: layer %lld/%lld  %lld tokens  %.1f s  ETA %.1f s  "
                  "%.0f tokens/s",
                  static_cast<long long>(done), static_cast<long long>(layers_),
-                 static_cast<long long>(tokens_), elapsed, eta, rate);
+                 static_cast<long long>(tokens), elapsed, eta, rate);
     std::fflush(stderr);
   }
 
@@ -232,9 +235,23 @@ int RunRemote(AnalyzeArgs& a, const std::string& server) {
   if (!prompt.ok()) return RuntimeError("analyze", prompt.status());
   rpc::RemoteClient client(server, RemoteSecurity());
   std::unique_ptr<TensorOutputs> outputs;
-  if (a.outputs.any()) {
+  std::optional<LayerProgressLine> progress;
+  const bool terminal = isatty(STDERR_FILENO) != 0;
+  std::optional<std::pair<int64_t, int64_t>> model_shape;
+  if (a.outputs.any() || terminal) {
     auto shape = RemoteShape(client, RemoteModelName(a.flags));
-    if (!shape.ok()) return RuntimeError("analyze", shape.status());
+    // Without files to write, the Analyze call itself reports the failure.
+    if (!shape.ok() && a.outputs.any()) return RuntimeError("analyze", shape.status());
+    if (shape.ok()) model_shape = *shape;
+  }
+  if (terminal && model_shape) {
+    // The server's layer events drive the same line a local pass shows; its
+    // token count is known once the server has tokenized (0 until then).
+    progress.emplace(model_shape->first, 0);
+    a.settings.layer_listener = &*progress;
+  }
+  if (a.outputs.any()) {
+    const auto& shape = model_shape;
     auto planned = TensorOutputs::Plan(a.outputs, shape->first, shape->second);
     if (!planned.ok()) return UsageError("analyze", planned.status());
     outputs = std::move(*planned);
@@ -247,6 +264,7 @@ int RunRemote(AnalyzeArgs& a, const std::string& server) {
   client.SetCallOptions(RemoteCallOptions("analyze", server, a.deadline));
   std::string model;
   auto remote = client.Analyze(RemoteModelName(a.flags), *prompt, a.settings, &model);
+  progress.reset();
   if (!remote.ok()) {
     return RuntimeError("analyze",
                         ExplainAttentionLimit(ExplainDeadline(remote.status(), a.deadline)));

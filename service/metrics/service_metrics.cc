@@ -120,6 +120,14 @@ struct ServiceMetrics::Impl {
   Family<Histogram>& eviction_perplexity = HistogramFamily(
       *registry, families, "attnscope_eviction_perplexity",
       "Perplexity of each finished EvaluateEviction policy run, by model and policy kind.");
+  Family<Counter>& analysis_layers = CounterFamily(
+      *registry, families, "attnscope_analysis_layers_total",
+      "Layers computed by Analyze forward passes, by model: its rate is the progress of the "
+      "passes in layers per second.");
+  Family<Gauge>& analysis_layers_pending = GaugeFamily(
+      *registry, families, "attnscope_analysis_layers_pending",
+      "Layers the Analyze passes running now have still to compute, by model; divided by the "
+      "rate of attnscope_analysis_layers_total, the seconds until they end.");
   Family<Gauge>& in_flight = GaugeFamily(*registry, families, "attnscope_in_flight_requests",
                                          "RPCs currently running a forward pass or generation.");
   Family<Gauge>& queued = GaugeFamily(*registry, families, "attnscope_queued_requests",
@@ -223,6 +231,16 @@ void ServiceMetrics::RecordEvictionRun(const std::string& model, const std::stri
         .Add({{"model", model}, {"policy", policy}}, Buckets(kPerplexityBuckets))
         .Observe(perplexity);
   }
+}
+
+void ServiceMetrics::AddAnalysisLayersPending(const std::string& model, int64_t layers) {
+  impl_->analysis_layers_pending.Add({{"model", model}}).Increment(static_cast<double>(layers));
+}
+
+void ServiceMetrics::AddAnalysisLayersDone(const std::string& model, int64_t layers) {
+  if (layers <= 0) return;
+  impl_->analysis_layers.Add({{"model", model}}).Increment(static_cast<double>(layers));
+  impl_->analysis_layers_pending.Add({{"model", model}}).Decrement(static_cast<double>(layers));
 }
 
 void ServiceMetrics::SetInFlight(int64_t requests) {

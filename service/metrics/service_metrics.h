@@ -59,6 +59,14 @@ class ServiceMetrics {
   // attnscope_eviction_perplexity{model,policy} (finite values only).
   void RecordEvictionRun(const std::string& model, const std::string& policy, int64_t steps,
                          double perplexity);
+  // Progress of the Analyze passes running now: `layers` more layers to
+  // compute (negative: fewer, e.g. a pass cancelled part-way) in
+  // attnscope_analysis_layers_pending{model}; and `layers` computed, added
+  // to attnscope_analysis_layers_total{model} (<= 0 adds nothing) and taken
+  // from the pending gauge. pending / rate(total) is the time until the
+  // running passes end.
+  void AddAnalysisLayersPending(const std::string& model, int64_t layers);
+  void AddAnalysisLayersDone(const std::string& model, int64_t layers);
   // Current values of the gauges attnscope_in_flight_requests,
   // attnscope_queued_requests and attnscope_subscribers.
   void SetInFlight(int64_t requests);

@@ -3,6 +3,7 @@
 // summary.
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -68,9 +69,22 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
 
   // The feed's finished event carries the tokens, layers and summary, so a
   // dashboard shows the request without analyzing it again.
+  // The pass's progress in the metrics: its layers pending until each is
+  // computed; those it does not reach (an error, a cancel) leave with it.
+  const model::ModelConfig& config = bundle->config();
+  int64_t layers_done = 0;
+  metrics_.AddAnalysisLayersPending(model_name, config.num_layers);
+  struct Unfinished {
+    std::function<void()> leave;
+    ~Unfinished() { leave(); }
+  } unfinished{[&] { metrics_.AddAnalysisLayersPending(model_name, -(config.num_layers - layers_done)); }};
   auto write = [&](const v1::AnalyzeEvent& event) {
     scope.MarkFirstEvent();
-    if (event.has_layer()) *scope.finished().add_layers() = event.layer();
+    if (event.has_layer()) {
+      *scope.finished().add_layers() = event.layer();
+      ++layers_done;
+      metrics_.AddAnalysisLayersDone(model_name, 1);
+    }
     return writer->Write(event);
   };
   v1::AnalyzeEvent tokens;
@@ -78,7 +92,6 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
   *scope.finished().mutable_tokens() = tokens.tokens();
   if (!write(tokens)) return scope.StopStatus("before the tokens were sent");
 
-  const model::ModelConfig& config = bundle->config();
   LayerStreamer streamer(config.num_layers, config.num_heads, plan.stream, write);
   plan.settings.extra_observers.clear();
   streamer.AttachTo(plan.settings);

@@ -55,6 +55,7 @@ struct AnalyzeEvents {
 
 void SetOptions(const engine::AnalysisSettings& settings, v1::AnalyzeOptions* options) {
   options->set_threshold(settings.threshold);
+  options->set_sink_epsilon(settings.sink_epsilon);
   options->set_template_(std::string(analysis::TemplateName(settings.structure)));
   options->set_query_block_size(static_cast<int32_t>(settings.query_block_size));
   options->set_hidden_state_norms(true);
@@ -105,6 +106,21 @@ absl::StatusOr<engine::TensorPiece> PieceOf(const v1::TensorChunk& c) {
   p.data = c.data().data();
   p.size = static_cast<int64_t>(c.data().size());
   return p;
+}
+
+// One layer's per-head numbers appended to those of the layers before it.
+void AppendLayer(const v1::LayerStats& l, analysis::HeadStats* h) {
+  const auto row = [](const google::protobuf::RepeatedField<double>& v) {
+    return std::vector<double>(v.begin(), v.end());
+  };
+  h->sink_score.push_back(row(l.sink_score()));
+  h->first_token_mass.push_back(row(l.first_token_mass()));
+  h->attention_entropy.push_back(row(l.attention_entropy()));
+  h->prev_token_score.push_back(row(l.prev_token_score()));
+  if (l.value_weighted_first_token_share_size() > 0) {
+    h->value_weighted_normalized.push_back(row(l.value_weighted_first_token_share()));
+    h->value_weighted_raw.push_back(row(l.value_weighted_first_token_share_raw()));
+  }
 }
 
 void SetProbe(const ProbeSource& source, v1::InductionProbe* probe) {
@@ -259,11 +275,21 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
   FirstEventWatch watch(impl_->call_options.slow_start_seconds, impl_->call_options.on_slow_start);
   auto reader = impl_->stub->Analyze(&context, request);
   AnalyzeEvents events;
+  analysis::HeadStats heads_so_far;  // for settings.layer_listener, as a local pass tells it
   v1::AnalyzeEvent event;
   while (reader->Read(&event)) {
     watch.Arrived();
     if (event.has_tokens()) events.tokens = event.tokens();
-    if (event.has_layer()) events.layers.push_back(event.layer());
+    if (event.has_layer()) {
+      events.layers.push_back(event.layer());
+      if (settings.layer_listener != nullptr) {
+        AppendLayer(event.layer(), &heads_so_far);
+        settings.layer_listener->OnLayerDone(
+            event.layer().layer(), heads_so_far,
+            std::vector<double>(event.layer().hidden_state_norms().begin(),
+                                event.layer().hidden_state_norms().end()));
+      }
+    }
     if (event.has_attention() && events.tensor_status.ok()) {
       if (settings.record_tensors) {
         events.tensor_status = events.tensors.Add(event.attention());

@@ -80,6 +80,9 @@ TEST_F(RpcTest, EveryRequestIsRecordedInTheMetrics) {
   EXPECT_EQ(MetricValue(scrape, R"(attnscope_next_token_entropy_count{model="tiny-gpt2"})"),
             tokens + 5);
   EXPECT_EQ(MetricValue(scrape, R"(attnscope_generated_tokens_total{model="tiny-gpt2"})"), 5);
+  // Progress: both analyses computed their 6 layers; none is pending.
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_analysis_layers_total{model="tiny-gpt2"})"), 12);
+  EXPECT_EQ(MetricValue(scrape, R"(attnscope_analysis_layers_pending{model="tiny-gpt2"})"), 0);
   EXPECT_EQ(MetricValue(scrape, "attnscope_in_flight_requests"), 0);
   EXPECT_EQ(MetricValue(scrape, "attnscope_queued_requests"), 0);
   EXPECT_THAT(scrape, HasSubstr(R"(architecture="gpt2")"));

@@ -190,6 +190,18 @@ TEST_F(RpcRemoteCliTest, AnalyzeExportAndViewerEqualTheLocalFilesOnLlama) {
   ExpectSameAnalysis({"--ids", ids}, llama, "llama");
 }
 
+// On a terminal, a remote analysis shows the server's progress as a local one
+// does (layer i/N from the layer events, T from their norms).
+TEST_F(RpcRemoteCliTest, AnalyzeShowsTheServersLayerProgressOnATerminal) {
+  StartServer({"--model", "tiny=" + BundledModelDir()});
+  const CliResult terminal = RunCliOnTerminal("--server " + server_->address() +
+                                              " analyze --ids 464,3797,3332,319,262,2603");
+  ASSERT_EQ(terminal.exit_code, 0) << terminal.out;
+  EXPECT_THAT(terminal.out, HasSubstr("analyze: layer 1/6  "));
+  EXPECT_THAT(terminal.out, HasSubstr("analyze: layer 6/6  6 tokens  "));
+  EXPECT_THAT(terminal.out, HasSubstr("Context health"));
+}
+
 TEST_F(RpcRemoteCliTest, TokenizeEqualsTheLocalOutput) {
   // Llama 3's tokenizer and chat template next to the Llama fixture's weights.
   const std::string llama3 = Combined("llama3", DataDir("models/llama"), DataDir("tokenizers/llama3"));
