@@ -11,6 +11,18 @@ double RowEntropy(const float* p, int64_t n) {
   return vmath::AttentionRow(p, nullptr, n, nullptr).entropy;
 }
 
+double SinkEpsilonShare(const HeadGrid& first_token_importance, double epsilon) {
+  int64_t heads = 0;
+  int64_t above = 0;
+  for (const auto& layer : first_token_importance) {
+    for (double alpha : layer) {
+      ++heads;
+      if (alpha > epsilon) ++above;
+    }
+  }
+  return heads == 0 ? 0.0 : static_cast<double>(above) / static_cast<double>(heads);
+}
+
 double BackHalfSinkShare(const HeadGrid& sink_score, double cut) {
   const size_t num_layers = sink_score.size();
   int64_t heads = 0;
@@ -41,6 +53,7 @@ void HeadStatsAccumulator::AddRow(const float* row, const float* value_norms,
   // for T = 1 where row 0 is all there is.
   const bool averaged_row = i >= 1 || t == 1;
   if (averaged_row) sums->first_mass += row[0];
+  sums->first_all += row[0];
   // One pass over the keys the row can see (the rest are exactly 0) for the
   // entropy (unless the runtime's softmax gave it), the value-weighted total
   // and the received columns.
@@ -63,8 +76,8 @@ void HeadStatsAccumulator::StartBlock(const model::AttentionBlock& block, bool w
   const auto heads = static_cast<size_t>(block.num_heads);
   if (layers_.size() <= layer) layers_.resize(layer + 1);
   LayerSums& sums = layers_[layer];
-  for (auto* v : {&sums.sink, &sums.first_mass, &sums.entropy, &sums.prev, &sums.vw_raw,
-                  &sums.vw_norm, &sums.induction}) {
+  for (auto* v : {&sums.sink, &sums.first_mass, &sums.first_all, &sums.entropy, &sums.prev,
+                  &sums.vw_raw, &sums.vw_norm, &sums.induction}) {
     if (v->size() < heads) v->resize(heads, 0.0);
   }
   with_columns_ = with_columns;
@@ -98,6 +111,7 @@ void HeadStatsAccumulator::AddHead(const model::AttentionBlock& block, int64_t h
   const auto k = static_cast<size_t>(h);
   if (head.has_sink) sums.sink[k] = head.sink;
   sums.first_mass[k] += head.first_mass;
+  sums.first_all[k] += head.first_all;
   sums.entropy[k] += head.entropy;
   sums.prev[k] += head.prev;
   sums.vw_raw[k] += head.vw_raw;
@@ -137,7 +151,8 @@ HeadStats HeadStatsAccumulator::Finish(int64_t num_layers, int64_t num_heads,
   HeadStats out;
   const HeadGrid empty(static_cast<size_t>(num_layers),
                        std::vector<double>(static_cast<size_t>(num_heads), 0.0));
-  out.sink_score = out.first_token_mass = out.attention_entropy = out.prev_token_score = empty;
+  out.sink_score = out.first_token_mass = out.first_token_importance = out.attention_entropy =
+      out.prev_token_score = empty;
   if (with_value_norms) out.value_weighted_raw = out.value_weighted_normalized = empty;
   if (induction_n_ > 0) out.induction_score = empty;
   for (size_t l = 0; l < static_cast<size_t>(num_layers) && l < layers_.size(); ++l) {
@@ -145,6 +160,7 @@ HeadStats HeadStatsAccumulator::Finish(int64_t num_layers, int64_t num_heads,
     for (size_t h = 0; h < static_cast<size_t>(num_heads) && h < s.sink.size(); ++h) {
       out.sink_score[l][h] = s.sink[h];
       out.first_token_mass[l][h] = s.first_mass[h] / averaged_rows;
+      out.first_token_importance[l][h] = t > 0 ? s.first_all[h] / static_cast<double>(t) : 0.0;
       out.attention_entropy[l][h] = t > 0 ? s.entropy[h] / static_cast<double>(t) : 0.0;
       out.prev_token_score[l][h] = prev_rows > 0 ? s.prev[h] / prev_rows : 0.0;
       if (with_value_norms) {

@@ -14,6 +14,7 @@ namespace attnscope::analysis {
 struct HeadStats {
   HeadGrid sink_score;
   HeadGrid first_token_mass;
+  HeadGrid first_token_importance;  // (1/T) sum_{i=0..T-1} A[l,h,i,0] (Gu et al.)
   HeadGrid attention_entropy;
   HeadGrid prev_token_score;  // 0 when T = 1 (no previous token)
   HeadGrid value_weighted_raw;         // empty unless value norms were seen
@@ -60,13 +61,13 @@ class HeadStatsAccumulator {
  private:
   // Running sums of one layer, one entry per head.
   struct LayerSums {
-    std::vector<double> sink, first_mass, entropy, prev, vw_raw, vw_norm, induction;
+    std::vector<double> sink, first_mass, first_all, entropy, prev, vw_raw, vw_norm, induction;
   };
   // One head's sums over the rows of one block.
   struct HeadSums {
     bool has_sink = false;
-    double sink = 0, first_mass = 0, entropy = 0, prev = 0, vw_raw = 0, vw_norm = 0,
-           induction = 0;
+    double sink = 0, first_mass = 0, first_all = 0, entropy = 0, prev = 0, vw_raw = 0,
+           vw_norm = 0, induction = 0;
   };
   // entropy: the row's entropy if the runtime gave it (nullptr: computed here).
   void AddRow(const float* row, const float* value_norms, const double* entropy, int64_t i,
@@ -82,6 +83,11 @@ class HeadStatsAccumulator {
 // Fraction of the heads with l >= floor(L/2) whose sink score is > cut; 0 for
 // an empty grid.
 double BackHalfSinkShare(const HeadGrid& sink_score, double cut = 0.5);
+
+// Sink-epsilon of one prompt: the share of the (layer, head) pairs whose
+// first-token importance is strictly above `epsilon` (Gu et al.; 0.3 by
+// default); 0 for an empty grid.
+double SinkEpsilonShare(const HeadGrid& first_token_importance, double epsilon);
 
 // -sum_j p_j log p_j over p[0..n), summed in double, with 0 log 0 = 0
 // (negative entries are treated like 0); log by vmath's polynomial.

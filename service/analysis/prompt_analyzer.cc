@@ -257,6 +257,9 @@ absl::StatusOr<PromptStats> PromptAnalyzer::Finish() const {
   HeadStats heads = heads_.Finish(out.num_layers, out.num_heads, options_.want_value_norms);
   out.sink_score = std::move(heads.sink_score);
   out.first_token_mass = std::move(heads.first_token_mass);
+  out.first_token_importance = std::move(heads.first_token_importance);
+  out.sink_epsilon = options_.sink_epsilon;
+  out.sink_eps = SinkEpsilonShare(out.first_token_importance, out.sink_epsilon);
   out.attention_entropy = std::move(heads.attention_entropy);
   out.prev_token_score = std::move(heads.prev_token_score);
   out.value_weighted_raw = std::move(heads.value_weighted_raw);

@@ -32,6 +32,8 @@ class LayerListener {
 struct AnalysisOptions {
   // Sink threshold on the z-score.
   double threshold = 6.0;
+  // Sink-epsilon's cut on the first-token importance (PromptStats::sink_eps).
+  double sink_epsilon = 0.3;
   // Structural positions (see structural.h); entries outside [0, T) are
   // ignored. Taken as given: position 0 is only structural if listed.
   std::vector<int64_t> structural = {0};

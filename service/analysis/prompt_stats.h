@@ -28,10 +28,17 @@ struct PromptStats {
   // Per head, [L][H].
   HeadGrid sink_score;         // A[l,h,T-1,0]
   HeadGrid first_token_mass;   // mean_{i>=1} A[l,h,i,0]; A[l,h,0,0] when T = 1
+  // Gu et al.'s first-token importance alpha: (1/T) sum_{i=0..T-1} A[l,h,i,0]
+  // (row 0 included, unlike first_token_mass).
+  HeadGrid first_token_importance;
   HeadGrid attention_entropy;  // mean_i of the row entropy, nats
   HeadGrid prev_token_score;   // mean_{i>=1} A[l,h,i,i-1]; 0 when T = 1
   // Fraction of heads with l >= floor(L/2) whose sink score is > 0.5.
   double back_half_sink_share = 0.0;
+  // Sink-epsilon: the share of (layer, head) pairs with first_token_importance
+  // > sink_epsilon (Gu et al.; epsilon 0.3 by default).
+  double sink_epsilon = 0.3;
+  double sink_eps = 0.0;
   // Value-weighted share of the first token (Kobayashi et al. 2020), mean over
   // queries i >= 1 (i = 0 when T = 1): raw A[i,0]*||v_0||, and normalized by
   // sum_j A[i,j]*||v_j||. Empty unless value norms were requested.

@@ -27,6 +27,9 @@ nlohmann::json StatsToJson(const PromptStats& stats) {
   j["sink_score"] = Matrix(stats.sink_score);
   j["first_token_mass"] = Matrix(stats.first_token_mass);
   j["back_half_sink_share"] = Number(stats.back_half_sink_share);
+  j["first_token_importance"] = Matrix(stats.first_token_importance);
+  j["sink_epsilon"] = Number(stats.sink_epsilon);
+  j["sink_eps"] = Number(stats.sink_eps);
   j["massive"] = {{"max_norm", Vector(stats.max_norm)},
                   {"ratio_first_to_median_rest", Number(stats.massive_ratio)},
                   {"argmax_token", stats.massive_argmax}};

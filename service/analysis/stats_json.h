@@ -7,8 +7,9 @@
 
 namespace attnscope::analysis {
 
-// Keys: sink_score, first_token_mass, attention_entropy, prev_token_score
-// ([L][H]); back_half_sink_share; massive {max_norm [T],
+// Keys: sink_score, first_token_mass, first_token_importance,
+// attention_entropy, prev_token_score ([L][H]); back_half_sink_share;
+// sink_epsilon and sink_eps (Sink-epsilon); massive {max_norm [T],
 // ratio_first_to_median_rest, argmax_token}; token_norms [L+1][T]; received,
 // z, next_token_entropy_nats, next_token_entropy_normalized ([T]);
 // structural (sorted), threshold, sinks (anomalous only), health;

@@ -33,6 +33,7 @@ absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt&
       analysis::ResolveTemplate(prompt.token_bytes, settings.structure, prompt.from_chat);
   analysis::AnalysisOptions options;
   options.threshold = settings.threshold;
+  options.sink_epsilon = settings.sink_epsilon;
   options.structural =
       analysis::StructuralPositions(prompt.token_bytes, prompt.special, run.structure,
                                     prompt.from_template);

@@ -20,6 +20,7 @@ namespace attnscope::engine {
 
 struct AnalysisSettings {
   double threshold = 6.0;  // sink threshold on the z-score
+  double sink_epsilon = 0.3;  // Sink-epsilon's cut on the first-token importance
   analysis::Template structure = analysis::Template::kAuto;
   // Query rows per attention block (0: automatic, whole layers while a
   // layer's probabilities fit 8 MiB, else blocks that do; see

@@ -47,6 +47,9 @@ absl::Status FillHeadGrids(const std::vector<v1::LayerStats>& layers, int64_t he
       FillGrid(layers, heads, "sink_score", &v1::LayerStats::sink_score, &s->sink_score));
   ATTNSCOPE_RETURN_IF_ERROR(FillGrid(layers, heads, "first_token_mass",
                                      &v1::LayerStats::first_token_mass, &s->first_token_mass));
+  ATTNSCOPE_RETURN_IF_ERROR(FillGrid(layers, heads, "first_token_importance",
+                                     &v1::LayerStats::first_token_importance,
+                                     &s->first_token_importance));
   ATTNSCOPE_RETURN_IF_ERROR(FillGrid(layers, heads, "attention_entropy",
                                      &v1::LayerStats::attention_entropy,
                                      &s->attention_entropy));
@@ -192,6 +195,7 @@ v1::LayerStats LayerStatsToProto(int layer, const analysis::HeadStats& heads,
   out.set_layer(layer);
   Assign(heads.sink_score[l], out.mutable_sink_score());
   Assign(heads.first_token_mass[l], out.mutable_first_token_mass());
+  Assign(heads.first_token_importance[l], out.mutable_first_token_importance());
   Assign(heads.attention_entropy[l], out.mutable_attention_entropy());
   Assign(heads.prev_token_score[l], out.mutable_prev_token_score());
   if (heads.value_weighted_normalized.size() > l) {
@@ -227,6 +231,8 @@ v1::Summary SummaryToProto(const analysis::PromptStats& s, analysis::Template st
   Assign(s.next_token_entropy_nats, out.mutable_next_token_entropy_nats());
   Assign(s.next_token_entropy_normalized, out.mutable_next_token_entropy_normalized());
   out.set_back_half_sink_share(s.back_half_sink_share);
+  out.set_sink_eps(s.sink_eps);
+  out.set_sink_epsilon(s.sink_epsilon);
   for (int64_t position : s.expected_sinks) {
     v1::Sink* sink = out.add_expected_sinks();
     sink->set_position(position);
@@ -264,6 +270,8 @@ absl::StatusOr<analysis::PromptStats> StatsFromProto(const std::vector<v1::Layer
   ATTNSCOPE_RETURN_IF_ERROR(FillHeadGrids(layers, s.num_heads, &s));
   ATTNSCOPE_RETURN_IF_ERROR(FillTokenStats(layers, sum, &s));
   s.back_half_sink_share = sum.back_half_sink_share();
+  s.sink_eps = sum.sink_eps();
+  s.sink_epsilon = sum.sink_epsilon();
   s.massive_ratio = sum.massive_ratio();
   s.massive_argmax = sum.massive_argmax();
   s.structural = ToVector(sum.structural());

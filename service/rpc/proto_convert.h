@@ -33,8 +33,8 @@ v1::Tokens TokensToProto(const engine::Prompt& prompt);
 engine::Prompt PromptFromProto(const v1::Tokens& tokens);
 
 // The numbers of `layer` (a row of every grid in `heads`, which must have at
-// least layer + 1 rows): sink score, first-token mass, entropy, previous-token
-// score, and the value-weighted shares when the grids have them.
+// least layer + 1 rows): sink score, first-token mass and importance, entropy,
+// previous-token score, and the value-weighted shares when the grids have them.
 // `hidden_norms` (T values, ||X[layer+1, i, :]||) is added when non-null.
 v1::LayerStats LayerStatsToProto(int layer, const analysis::HeadStats& heads,
                                  const std::vector<double>* hidden_norms);

@@ -183,6 +183,14 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
     }
     plan.settings.threshold = o.threshold();
   }
+  if (o.has_sink_epsilon()) {
+    if (!(o.sink_epsilon() >= 0 && o.sink_epsilon() <= 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.sink_epsilon: ", o.sink_epsilon(),
+          " is not a share of attention in [0, 1]; give e.g. 0.3 (the default)"));
+    }
+    plan.settings.sink_epsilon = o.sink_epsilon();
+  }
   if (!o.template_().empty()) {
     auto structure = analysis::ParseTemplate(o.template_());
     if (!structure.ok()) return Prefixed(structure.status(), "options.template: ");

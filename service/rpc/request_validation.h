@@ -64,9 +64,9 @@ absl::StatusOr<engine::Prompt> TokenizePrompt(const PromptInput& input,
                                               const engine::ModelBundle& bundle,
                                               const std::string& model_name);
 
-// What an Analyze request asks for. Checks threshold (finite), template,
-// query_block_size (>= 0), attention layers and heads (within the model) and
-// the attention dtype.
+// What an Analyze request asks for. Checks threshold (finite), sink_epsilon
+// (in [0, 1]), template, query_block_size (>= 0), attention layers and heads
+// (within the model) and the attention dtype.
 struct AnalyzePlan {
   engine::AnalysisSettings settings;
   StreamOptions stream;

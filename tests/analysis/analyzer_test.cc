@@ -72,6 +72,37 @@ TEST(HandExampleTest, PerHeadAndPerTokenNumbers) {
   }
 }
 
+// Gu et al.'s first-token importance averages every row, row 0 included:
+// (1 + .5 + .2) / 3 for each head; Sink-epsilon counts heads strictly above
+// the cut.
+TEST(HandExampleTest, FirstTokenImportanceAndSinkEpsilon) {
+  const OwnedTensors t = HandExample();
+  for (const double epsilon : {0.3, 0.5, 1.7 / 3, 0.6}) {
+    AnalysisOptions options;
+    options.sink_epsilon = epsilon;
+    for (int64_t block : {0, 1, 2}) {
+      absl::StatusOr<PromptStats> s = AnalyzeTensors(t.View(), options, block);
+      ASSERT_TRUE(s.ok()) << s.status();
+      for (const auto& layer : s->first_token_importance) {
+        EXPECT_THAT(layer, Pointwise(DoubleNear(kTol), {1.7 / 3, 1.7 / 3}));
+      }
+      // 1.7 / 3 = 0.5667: above 0.3 and 0.5, not above itself (float sums
+      // land within 1e-7 of it, so that case is left to the exact grid below).
+      if (epsilon != 1.7 / 3) {
+        EXPECT_EQ(s->sink_eps, epsilon < 0.56 ? 1.0 : 0.0) << epsilon;
+      }
+      EXPECT_EQ(s->sink_epsilon, epsilon);
+      const nlohmann::json j = StatsToJson(*s);
+      EXPECT_EQ(j["sink_eps"].get<double>(), s->sink_eps);
+      EXPECT_EQ(j["sink_epsilon"].get<double>(), epsilon);
+      EXPECT_EQ(j["first_token_importance"].size(), 2u);
+    }
+  }
+  EXPECT_EQ(SinkEpsilonShare({{0.3, 0.31}, {0.9, 0.0}}, 0.3), 0.5);  // strictly above
+  EXPECT_EQ(SinkEpsilonShare({{0.3, 0.31, 0.5}}, 0.0), 1.0);
+  EXPECT_EQ(SinkEpsilonShare({}, 0.3), 0.0);
+}
+
 TEST(HandExampleTest, NoValueWeightedKeyWithoutValueNorms) {
   OwnedTensors t = HandExample();
   t.value_norms.clear();
@@ -92,6 +123,8 @@ TEST(EdgeCaseTest, SingleToken) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(s->sink_score[1][1], 1.0);
   EXPECT_EQ(s->first_token_mass[0][0], 1.0);  // A[0,0] when T = 1
+  EXPECT_EQ(s->first_token_importance[1][1], 1.0);
+  EXPECT_EQ(s->sink_eps, 1.0);
   EXPECT_EQ(s->attention_entropy[0][1], 0.0);
   EXPECT_EQ(s->prev_token_score[1][0], 0.0);
   EXPECT_NEAR(s->value_weighted_raw[0][0], 2.5, kTol);  // i = 0 when T = 1

@@ -25,11 +25,27 @@ using testing_util::ReadJson;
 // with the analyzer's JSON; prints the largest difference per key. The keys
 // the reference predates are checked against what the fixture implies
 // (expected_sinks: its structural positions with z > threshold) or in
-// predictions_test.cc (surprisal and top predictions need input ids).
+// predictions_test.cc (surprisal and top predictions need input ids);
+// first_token_importance from the fixture's first_token_mass (row 0 gives
+// token 0 all of its attention: alpha = ((T - 1) mass + 1) / T), and
+// sink_eps from that.
 void ExpectMatchesFixture(const nlohmann::json& actual, nlohmann::json expected,
                           const std::string& label) {
   expected.erase("input_ids");
   ASSERT_GE(expected.size(), 14u) << label << ": the fixture's statistics";
+  const auto t = static_cast<double>(expected["z"].size());
+  nlohmann::json importance = expected["first_token_mass"];
+  double above = 0, heads = 0;
+  for (auto& layer : importance) {
+    for (auto& v : layer) {
+      v = t > 1 ? ((t - 1) * v.get<double>() + 1) / t : 1.0;
+      above += v.get<double>() > 0.3 ? 1 : 0;
+      heads += 1;
+    }
+  }
+  expected["first_token_importance"] = importance;
+  expected["sink_epsilon"] = 0.3;
+  expected["sink_eps"] = above / heads;
   ASSERT_FALSE(expected["structural"].empty()) << label;
   for (const auto& [key, value] : actual.items()) {
     if (key == "expected_sinks" || key == "next_token_surprisal_nats" || key == "top_predictions") {

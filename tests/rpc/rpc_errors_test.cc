@@ -129,6 +129,12 @@ TEST_F(RpcErrorTest, BadAnalyzeOptions) {
     ExpectError(Analyze(request), grpc::StatusCode::INVALID_ARGUMENT,
                 {"options.threshold", "positive finite z-score"});
   }
+  for (double epsilon : {-0.1, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
+    request = TextRequest("hello there");
+    request.mutable_options()->set_sink_epsilon(epsilon);
+    ExpectError(Analyze(request), grpc::StatusCode::INVALID_ARGUMENT,
+                {"options.sink_epsilon", "[0, 1]"});
+  }
   request = TextRequest("hello there");
   request.mutable_options()->set_template_("jinja");
   ExpectError(Analyze(request), grpc::StatusCode::INVALID_ARGUMENT,
