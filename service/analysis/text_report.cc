@@ -89,12 +89,15 @@ std::string HealthSection(const PromptStats& s, bool color) {
                       note, "\n\n");
 }
 
-std::string SinkSection(const PromptStats& s, const std::vector<std::string>& tokens,
-                        const TextReportOptions& o) {
-  std::string out = absl::StrFormat("Sink tokens (z > %.1f)\n", s.threshold);
-  if (s.sinks.empty()) out += "  none\n";
+// A titled list of tokens with their z-score and received attention, one a
+// line in colour `sgr`.
+std::string TokenZSection(const std::string& title, const std::vector<int64_t>& positions,
+                          const char* sgr, const PromptStats& s,
+                          const std::vector<std::string>& tokens, const TextReportOptions& o) {
+  std::string out = title;
+  if (positions.empty()) out += "  none\n";
   const size_t label_width = LabelColumn(s, tokens, o.token_text_width);
-  for (int64_t j : s.sinks) {
+  for (int64_t j : positions) {
     const auto k = static_cast<size_t>(j);
     const double z = k < s.z.size() ? s.z[k] : 0.0;
     const double r = k < s.received.size() ? s.received[k] : 0.0;
@@ -102,31 +105,25 @@ std::string SinkSection(const PromptStats& s, const std::vector<std::string>& to
                                  PadRight(absl::StrCat("#", j), IndexColumn(s)),
                                  PadRight(TokenLabel(tokens, j, o.token_text_width), label_width),
                                  z, r),
-                 "1;31", o.color);
+                 sgr, o.color);
     out += "\n";
   }
   return out + "\n";
 }
 
+std::string SinkSection(const PromptStats& s, const std::vector<std::string>& tokens,
+                        const TextReportOptions& o) {
+  return TokenZSection(absl::StrFormat("Sink tokens (z > %.1f)\n", s.threshold), s.sinks, "1;31", s,
+                       tokens, o);
+}
+
 std::string ExpectedSinkSection(const PromptStats& s, const std::vector<std::string>& tokens,
                                 const TextReportOptions& o) {
-  std::string out = absl::StrFormat(
-      "Expected sinks (structural tokens with z > %.1f; not anomalous, not in the health score)\n",
-      s.threshold);
-  if (s.expected_sinks.empty()) out += "  none\n";
-  const size_t label_width = LabelColumn(s, tokens, o.token_text_width);
-  for (int64_t j : s.expected_sinks) {
-    const auto k = static_cast<size_t>(j);
-    const double z = k < s.z.size() ? s.z[k] : 0.0;
-    const double r = k < s.received.size() ? s.received[k] : 0.0;
-    out += Paint(absl::StrFormat("  %s %s  z = %6.2f  received %.4f",
-                                 PadRight(absl::StrCat("#", j), IndexColumn(s)),
-                                 PadRight(TokenLabel(tokens, j, o.token_text_width), label_width),
-                                 z, r),
-                 "36", o.color);
-    out += "\n";
-  }
-  return out + "\n";
+  return TokenZSection(
+      absl::StrFormat(
+          "Expected sinks (structural tokens with z > %.1f; not anomalous, not in the health score)\n",
+          s.threshold),
+      s.expected_sinks, "36", s, tokens, o);
 }
 
 std::string StructuralSection(const PromptStats& s, const std::vector<std::string>& tokens,

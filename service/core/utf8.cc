@@ -120,4 +120,11 @@ std::string SanitizeUtf8(std::string_view bytes) {
   return out;
 }
 
+size_t Utf8SequenceLength(unsigned char lead) {
+  if (lead < 0x80) return 1;
+  if ((lead & 0xE0) == 0xC0) return 2;
+  if ((lead & 0xF0) == 0xE0) return 3;
+  return 4;
+}
+
 }  // namespace attnscope

@@ -22,6 +22,11 @@ absl::Status ValidateUtf8(std::string_view text, std::string_view what = "text")
 // encoding (a surrogate D800-DFFF or above U+10FFFF) appends U+FFFD instead.
 void AppendUtf8(uint32_t code_point, std::string* out);
 
+// Length in bytes of the UTF-8 sequence whose first byte is `lead`, from its
+// high bits alone: 1 for 0xxxxxxx, 2 for 110xxxxx, 3 for 1110xxxx, else 4.
+// For text already known to be valid UTF-8.
+size_t Utf8SequenceLength(unsigned char lead);
+
 // Replaces every invalid sequence by U+FFFD (one per maximal invalid
 // subpart, as the Unicode standard recommends): what a lossy decoder shows.
 std::string SanitizeUtf8(std::string_view bytes);

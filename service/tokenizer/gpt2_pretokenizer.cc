@@ -6,6 +6,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "service/core/utf8.h"
+#include "service/tokenizer/regex.h"
 
 namespace attnscope::tokenizer {
 namespace {
@@ -19,22 +21,6 @@ std::string Gpt2Pattern() {
       R"(\x{205F}\x{3000})";
   return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^)" + ws + R"(\p{L}\p{N}]+)" +
          "|[" + ws + "]+(?![^" + ws + "])|[" + ws + "]+";
-}
-
-std::string Pcre2ErrorMessage(int code) {
-  PCRE2_UCHAR buffer[256];
-  if (pcre2_get_error_message(code, buffer, sizeof(buffer)) < 0) {
-    return absl::StrCat("PCRE2 error ", code);
-  }
-  return reinterpret_cast<const char*>(buffer);
-}
-
-// Length in bytes of the UTF-8 character whose lead byte is `lead`.
-size_t Utf8Length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) return 2;
-  if ((lead & 0xF0) == 0xE0) return 3;
-  return 4;
 }
 
 }  // namespace
@@ -90,7 +76,7 @@ absl::Status Gpt2PreTokenizer::Split(std::string_view text, size_t base,
     // empty matches; should that ever fail, keep the tiling and progress.
     if (begin > pos) pieces->emplace_back(base + pos, base + begin);
     if (begin >= text.size()) break;
-    if (end <= begin) end = begin + Utf8Length(static_cast<unsigned char>(text[begin]));
+    if (end <= begin) end = begin + Utf8SequenceLength(static_cast<unsigned char>(text[begin]));
     pieces->emplace_back(base + begin, base + end);
     pos = end;
   }

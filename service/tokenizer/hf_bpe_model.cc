@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "service/core/status_macros.h"
+#include "service/core/utf8.h"
 #include "service/tokenizer/hf_json.h"
 
 namespace attnscope::tokenizer {
@@ -16,13 +17,6 @@ namespace {
 
 constexpr size_t kMaxCacheEntries = 1 << 16;
 constexpr size_t kMaxCachedWordBytes = 64;
-
-size_t Utf8Length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) return 2;
-  if ((lead & 0xF0) == 0xE0) return 3;
-  return 4;
-}
 
 uint64_t PairKey(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
@@ -125,7 +119,8 @@ std::vector<Symbol> BpeModel::Impl::Initial(std::string_view word) const {
   std::vector<Symbol> symbols;
   std::string key;
   for (size_t i = 0; i < word.size();) {
-    const size_t n = std::min(Utf8Length(static_cast<unsigned char>(word[i])), word.size() - i);
+    const size_t n =
+        std::min(Utf8SequenceLength(static_cast<unsigned char>(word[i])), word.size() - i);
     const auto begin = static_cast<int32_t>(i);
     const auto end = static_cast<int32_t>(i + n);
     key.clear();

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "service/core/utf8.h"
 
 namespace attnscope::tokenizer {
 namespace {
@@ -14,6 +15,10 @@ constexpr char kWhiteSpace[] =
     R"(\t\n\x{0B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F})"
     R"(\x{205F}\x{3000})";
 
+absl::string_view Absl(std::string_view s) { return {s.data(), s.size()}; }
+
+}  // namespace
+
 std::string Pcre2ErrorMessage(int code) {
   PCRE2_UCHAR buffer[256];
   if (pcre2_get_error_message(code, buffer, sizeof(buffer)) < 0) {
@@ -21,17 +26,6 @@ std::string Pcre2ErrorMessage(int code) {
   }
   return reinterpret_cast<const char*>(buffer);
 }
-
-size_t Utf8Length(unsigned char lead) {
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) return 2;
-  if ((lead & 0xF0) == 0xE0) return 3;
-  return 4;
-}
-
-absl::string_view Absl(std::string_view s) { return {s.data(), s.size()}; }
-
-}  // namespace
 
 std::string OnigurumaToPcre2(std::string_view pattern) {
   std::string out;
@@ -139,7 +133,7 @@ absl::StatusOr<std::vector<std::pair<size_t, size_t>>> Regex::FindAll(
       pos = end;
     } else {
       if (begin >= text.size()) break;
-      pos = begin + Utf8Length(static_cast<unsigned char>(text[begin]));
+      pos = begin + Utf8SequenceLength(static_cast<unsigned char>(text[begin]));
     }
   }
   return matches;

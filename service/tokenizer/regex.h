@@ -43,4 +43,7 @@ class Regex {
 // tests.
 std::string OnigurumaToPcre2(std::string_view pattern);
 
+// PCRE2's message for error `code` ("PCRE2 error N" when it has none).
+std::string Pcre2ErrorMessage(int code);
+
 }  // namespace attnscope::tokenizer

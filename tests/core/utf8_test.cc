@@ -136,5 +136,15 @@ TEST(SanitizeUtf8Test, MatchesUnicodeStandardExample) {
             "a" + r + r + r + "b" + r + "c" + r + r + "d");
 }
 
+TEST(Utf8SequenceLengthTest, FollowsTheLeadBytesHighBits) {
+  EXPECT_EQ(Utf8SequenceLength('a'), 1u);
+  EXPECT_EQ(Utf8SequenceLength(0x7F), 1u);
+  EXPECT_EQ(Utf8SequenceLength(0xC3), 2u);  // é
+  EXPECT_EQ(Utf8SequenceLength(0xDF), 2u);
+  EXPECT_EQ(Utf8SequenceLength(0xE2), 3u);  // €
+  EXPECT_EQ(Utf8SequenceLength(0xEF), 3u);
+  EXPECT_EQ(Utf8SequenceLength(0xF0), 4u);  // emoji
+}
+
 }  // namespace
 }  // namespace attnscope

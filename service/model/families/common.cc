@@ -38,6 +38,32 @@ absl::StatusOr<int64_t> LayerCount(const ConfigReader& c, const char* key, int64
   return layers;
 }
 
+absl::Status SetMultiHeadDims(const ConfigReader& c, const char* heads_key, const char* hidden_key,
+                              ModelConfig& config) {
+  if (config.hidden_size % config.num_heads != 0) {
+    return c.Invalid(absl::StrCat(heads_key, "=", config.num_heads, " does not divide ", hidden_key,
+                                  "=", config.hidden_size));
+  }
+  config.num_kv_heads = config.num_heads;
+  config.head_dim = config.hidden_size / config.num_heads;
+  AttentionSpec& a = config.decoder.attention;
+  a.num_heads = a.num_kv_heads = config.num_heads;
+  a.head_dim = config.head_dim;
+  return absl::OkStatus();
+}
+
+absl::Status ReadMultiHeadShape(const ConfigReader& c, const MultiHeadDefaults& d, ModelConfig& m) {
+  ATTNSCOPE_ASSIGN_OR_RETURN(m.hidden_size, c.PositiveInt("hidden_size", d.hidden_size));
+  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, LayerCount(c, "num_hidden_layers", d.num_layers));
+  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_heads, c.PositiveInt("num_attention_heads", d.num_heads));
+  ATTNSCOPE_ASSIGN_OR_RETURN(m.intermediate_size,
+                             c.PositiveInt(d.intermediate_key, d.intermediate_size));
+  ATTNSCOPE_ASSIGN_OR_RETURN(m.vocab_size, c.PositiveInt("vocab_size", d.vocab_size));
+  ATTNSCOPE_ASSIGN_OR_RETURN(m.max_positions,
+                             c.PositiveInt("max_position_embeddings", d.max_positions));
+  return SetMultiHeadDims(c, "num_attention_heads", "hidden_size", m);
+}
+
 absl::Status CheckHeads(const ConfigReader& c, const ModelConfig& config) {
   if (config.num_heads % config.num_kv_heads != 0) {
     return c.Invalid(absl::StrCat("num_key_value_heads=", config.num_kv_heads,

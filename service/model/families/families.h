@@ -79,6 +79,38 @@ absl::StatusOr<std::vector<int64_t>> LayerWindows(const ConfigReader& c, int64_t
 // null, else a positive integer.
 absl::StatusOr<int64_t> WindowSize(const ConfigReader& c, const char* key, int64_t if_absent);
 
+// Multi-head attention (as many key/value heads as heads), as GPT-2,
+// GPT-NeoX and OPT have it: head_dim = hidden_size / num_heads, in `config`
+// and its attention spec. InvalidArgument "<heads_key>=H does not divide
+// <hidden_key>=D" when it does not divide.
+absl::Status SetMultiHeadDims(const ConfigReader& c, const char* heads_key, const char* hidden_key,
+                              ModelConfig& config);
+
+// The shape of a multi-head model whose config.json uses the Hugging Face
+// key names (GPT-NeoX, OPT): the defaults, and the key of the MLP's width.
+struct MultiHeadDefaults {
+  const char* intermediate_key = "intermediate_size";
+  int64_t hidden_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t intermediate_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_positions = 0;
+};
+
+// Reads hidden_size, num_hidden_layers, num_attention_heads, the MLP's
+// width, vocab_size and max_position_embeddings in that order (the first bad
+// one is the error), then SetMultiHeadDims.
+absl::Status ReadMultiHeadShape(const ConfigReader& c, const MultiHeadDefaults& d, ModelConfig& config);
+
+// Qwen2's and Qwen3's defaults: Llama's with Qwen's vocabulary, MLP width
+// and context.
+LlamaDefaults QwenDefaults();
+
+// The Qwen window rule: with use_sliding_window, `sliding_window` in the
+// layers from max_window_layers on (or as layer_types says).
+absl::StatusOr<std::vector<int64_t>> QwenWindows(const ConfigReader& c, int64_t layers);
+
 // bos/eos ids, torch_dtype (default "float32").
 void ReadTokenIdsAndDtype(const ConfigReader& c, int64_t bos, int64_t eos, ModelConfig& config);
 

@@ -3,7 +3,6 @@
 // bias, and the head tied to wte.
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "service/core/status_macros.h"
 #include "service/model/families/families.h"
 
@@ -41,20 +40,13 @@ absl::StatusOr<ModelConfig> ParseGpt2(const ConfigReader& c) {
   ATTNSCOPE_ASSIGN_OR_RETURN(m.vocab_size, c.PositiveInt("vocab_size", 50257));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.max_positions, c.PositiveInt("n_positions", 1024));
   ATTNSCOPE_ASSIGN_OR_RETURN(m.intermediate_size, c.PositiveInt("n_inner", 4 * m.hidden_size));
-  if (m.hidden_size % m.num_heads != 0) {
-    return c.Invalid(absl::StrCat("n_head=", m.num_heads, " does not divide n_embd=",
-                                  m.hidden_size));
-  }
-  m.num_kv_heads = m.num_heads;
-  m.head_dim = m.hidden_size / m.num_heads;
+  ATTNSCOPE_RETURN_IF_ERROR(SetMultiHeadDims(c, "n_head", "n_embd", m));
   DecoderSpec& s = m.decoder;
   s.hidden_size = s.embed_dim = m.hidden_size;
   s.norm = NormKind::kLayerNorm;
   ATTNSCOPE_ASSIGN_OR_RETURN(s.norm_eps, c.Number("layer_norm_epsilon", 1e-5));
   s.learned_positions = true;
   AttentionSpec& a = s.attention;
-  a.num_heads = a.num_kv_heads = m.num_heads;
-  a.head_dim = m.head_dim;
   a.qkv_bias = a.o_bias = s.mlp.bias = true;
   ATTNSCOPE_ASSIGN_OR_RETURN(bool scaled, c.Bool("scale_attn_weights", true));
   a.score_scale = scaled ? 1.0 / std::sqrt(static_cast<double>(m.head_dim)) : 1.0;

@@ -4,7 +4,6 @@
 // and an untied head (embed_out).
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "service/core/status_macros.h"
 #include "service/model/families/families.h"
 
@@ -34,18 +33,14 @@ TensorNames NeoxNames() {
 absl::StatusOr<ModelConfig> ParseGptNeox(const ConfigReader& c) {
   ModelConfig m;
   m.model_type = "gpt_neox";
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.hidden_size, c.PositiveInt("hidden_size", 6144));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, LayerCount(c, "num_hidden_layers", 44));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_heads, c.PositiveInt("num_attention_heads", 64));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.intermediate_size, c.PositiveInt("intermediate_size", 24576));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.vocab_size, c.PositiveInt("vocab_size", 50432));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.max_positions, c.PositiveInt("max_position_embeddings", 2048));
-  if (m.hidden_size % m.num_heads != 0) {
-    return c.Invalid(absl::StrCat("num_attention_heads=", m.num_heads,
-                                  " does not divide hidden_size=", m.hidden_size));
-  }
-  m.num_kv_heads = m.num_heads;
-  m.head_dim = m.hidden_size / m.num_heads;
+  MultiHeadDefaults d;
+  d.hidden_size = 6144;
+  d.num_layers = 44;
+  d.num_heads = 64;
+  d.intermediate_size = 24576;
+  d.vocab_size = 50432;
+  d.max_positions = 2048;
+  ATTNSCOPE_RETURN_IF_ERROR(ReadMultiHeadShape(c, d, m));
   DecoderSpec& s = m.decoder;
   s.hidden_size = s.embed_dim = m.hidden_size;
   s.norm = NormKind::kLayerNorm;
@@ -55,8 +50,6 @@ absl::StatusOr<ModelConfig> ParseGptNeox(const ConfigReader& c) {
                              PartialRotaryFactor(c, {"rotary_pct", "partial_rotary_factor"}, 0.25));
   ATTNSCOPE_ASSIGN_OR_RETURN(s.rope, ParseRope(c, theta, m.head_dim, partial, m.max_positions));
   AttentionSpec& a = s.attention;
-  a.num_heads = a.num_kv_heads = m.num_heads;
-  a.head_dim = m.head_dim;
   ATTNSCOPE_ASSIGN_OR_RETURN(a.qkv_bias, c.Bool("attention_bias", true));
   a.o_bias = a.qkv_bias;
   a.score_scale = 1.0 / std::sqrt(static_cast<double>(m.head_dim));

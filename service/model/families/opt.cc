@@ -4,7 +4,6 @@
 // the head tied to the (narrower) embedding.
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
 #include "service/core/status_macros.h"
 #include "service/model/families/families.h"
 
@@ -39,18 +38,15 @@ TensorNames OptNames(bool projected, bool final_norm) {
 absl::StatusOr<ModelConfig> ParseOpt(const ConfigReader& c) {
   ModelConfig m;
   m.model_type = "opt";
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.hidden_size, c.PositiveInt("hidden_size", 768));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_layers, LayerCount(c, "num_hidden_layers", 12));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.num_heads, c.PositiveInt("num_attention_heads", 12));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.intermediate_size, c.PositiveInt("ffn_dim", 3072));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.vocab_size, c.PositiveInt("vocab_size", 50272));
-  ATTNSCOPE_ASSIGN_OR_RETURN(m.max_positions, c.PositiveInt("max_position_embeddings", 2048));
-  if (m.hidden_size % m.num_heads != 0) {
-    return c.Invalid(absl::StrCat("num_attention_heads=", m.num_heads,
-                                  " does not divide hidden_size=", m.hidden_size));
-  }
-  m.num_kv_heads = m.num_heads;
-  m.head_dim = m.hidden_size / m.num_heads;
+  MultiHeadDefaults d;
+  d.intermediate_key = "ffn_dim";
+  d.hidden_size = 768;
+  d.num_layers = 12;
+  d.num_heads = 12;
+  d.intermediate_size = 3072;
+  d.vocab_size = 50272;
+  d.max_positions = 2048;
+  ATTNSCOPE_RETURN_IF_ERROR(ReadMultiHeadShape(c, d, m));
   DecoderSpec& s = m.decoder;
   s.hidden_size = m.hidden_size;
   ATTNSCOPE_ASSIGN_OR_RETURN(s.embed_dim, c.PositiveInt("word_embed_proj_dim", m.hidden_size));
@@ -60,8 +56,6 @@ absl::StatusOr<ModelConfig> ParseOpt(const ConfigReader& c) {
   s.learned_positions = true;
   s.position_offset = 2;
   AttentionSpec& a = s.attention;
-  a.num_heads = a.num_kv_heads = m.num_heads;
-  a.head_dim = m.head_dim;
   ATTNSCOPE_ASSIGN_OR_RETURN(bool bias, c.Bool("enable_bias", true));
   a.qkv_bias = a.o_bias = s.mlp.bias = bias;
   a.score_scale = 1.0 / std::sqrt(static_cast<double>(m.head_dim));

@@ -6,7 +6,14 @@
 
 namespace attnscope::model::families {
 
-// The Qwen window rule, shared with Qwen3.
+LlamaDefaults QwenDefaults() {
+  LlamaDefaults d;
+  d.vocab_size = 151936;
+  d.intermediate_size = 22016;
+  d.max_positions = 32768;
+  return d;
+}
+
 absl::StatusOr<std::vector<int64_t>> QwenWindows(const ConfigReader& c, int64_t layers) {
   ATTNSCOPE_ASSIGN_OR_RETURN(bool use, c.Bool("use_sliding_window", false));
   ATTNSCOPE_ASSIGN_OR_RETURN(int64_t window, WindowSize(c, "sliding_window", 4096));
@@ -16,11 +23,7 @@ absl::StatusOr<std::vector<int64_t>> QwenWindows(const ConfigReader& c, int64_t 
 }
 
 absl::StatusOr<ModelConfig> ParseQwen2(const ConfigReader& c) {
-  LlamaDefaults d;
-  d.vocab_size = 151936;
-  d.intermediate_size = 22016;
-  d.max_positions = 32768;
-  ATTNSCOPE_ASSIGN_OR_RETURN(ModelConfig m, ParseLlamaLike(c, d));
+  ATTNSCOPE_ASSIGN_OR_RETURN(ModelConfig m, ParseLlamaLike(c, QwenDefaults()));
   m.model_type = "qwen2";
   m.decoder.attention.qkv_bias = true;
   m.decoder.attention.o_bias = false;

@@ -5,14 +5,8 @@
 
 namespace attnscope::model::families {
 
-absl::StatusOr<std::vector<int64_t>> QwenWindows(const ConfigReader& c, int64_t layers);
-
 absl::StatusOr<ModelConfig> ParseQwen3(const ConfigReader& c) {
-  LlamaDefaults d;
-  d.vocab_size = 151936;
-  d.intermediate_size = 22016;
-  d.max_positions = 32768;
-  ATTNSCOPE_ASSIGN_OR_RETURN(ModelConfig m, ParseLlamaLike(c, d));
+  ATTNSCOPE_ASSIGN_OR_RETURN(ModelConfig m, ParseLlamaLike(c, QwenDefaults()));
   m.model_type = "qwen3";
   m.decoder.attention.qk_norm = true;
   m.decoder.names.q_norm = "self_attn.q_norm";
