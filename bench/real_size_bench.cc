@@ -4,17 +4,25 @@
 // at each prompt length in each precision, with wall time, the forward
 // pass's seconds and peak RSS of each process, beside the checkpoint's size.
 // Give --binary PATH (repeatable) to put other builds side by side in the
-// same run (e.g. the previous commit's attnscope).
+// same run (e.g. the previous commit's attnscope). Beside them, the same
+// figures for a plain PyTorch eager forward that keeps every attention and
+// hidden state (bench/pytorch_eager_llama.py; float32 weights as
+// from_pretrained gives them by default, and bfloat16), or "OOM: needs N GiB"
+// where its estimated peak exceeds the machine's available memory.
 //
 //   real_size_bench Qwen2.5-0.5B [--tokens 128,512,2048] [--threads 2]
 //                   [--dir DIR (kept; reused if it has a config.json)]
 //                   [--binary PATH]... [--precisions float32,bf16]
+//                   [--pytorch float32,bfloat16 | none] [--pytorch-repeats N]
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -81,6 +89,71 @@ int64_t DirBytes(const std::string& dir) {
   return total;
 }
 
+// The PyTorch baseline's peak memory at T tokens, in bytes of its dtype: the
+// weights; at the end of the pass every attention (L H T^2), every hidden
+// state ((L+1) T D) and the logits (T V), plus one layer's temporaries (the
+// scores and the probabilities, 2 H T^2 float32, and the MLP's gate, up and
+// product, 3 T I); while loading, the weights converted so far beside the
+// shard being read (at most the largest shard).
+struct Need {
+  double weights = 0, attentions = 0, hidden = 0, logits = 0, workspace = 0, loading = 0;
+  double Peak() const {
+    return std::max(weights + attentions + hidden + logits + workspace, weights + loading);
+  }
+};
+
+Need PyTorchNeed(const nlohmann::json& cfg, double checkpoint_bytes, double largest_shard,
+                 int64_t t, double element) {
+  const double layers = cfg.value("num_hidden_layers", 0), heads = cfg.value("num_attention_heads", 0);
+  const double width = cfg.value("hidden_size", 0), vocab = cfg.value("vocab_size", 0);
+  const double inner = cfg.value("intermediate_size", 0), tokens = static_cast<double>(t);
+  Need n;
+  n.weights = checkpoint_bytes / 2 * element;  // the checkpoint is BF16
+  n.attentions = layers * heads * tokens * tokens * element;
+  n.hidden = (layers + 1) * tokens * width * element;
+  n.logits = tokens * vocab * element;
+  n.workspace = 2 * heads * tokens * tokens * 4 + 3 * tokens * inner * element;
+  n.loading = largest_shard;
+  return n;
+}
+
+double MemAvailableBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (in >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+// The last row of the logits in an --export file (F32 (T, V)).
+std::vector<float> LastLogitsRow(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t header_len = 0;
+  in.read(reinterpret_cast<char*>(&header_len), 8);
+  std::string header(header_len, ' ');
+  in.read(header.data(), static_cast<std::streamsize>(header_len));
+  const auto h = nlohmann::json::parse(header, nullptr, false);
+  if (h.is_discarded() || !h.contains("logits")) return {};
+  const auto shape = h["logits"]["shape"].get<std::vector<int64_t>>();
+  const int64_t begin = h["logits"]["data_offsets"][0].get<int64_t>();
+  std::vector<float> row(static_cast<size_t>(shape[1]));
+  in.seekg(static_cast<std::streamoff>(8 + header_len + begin + (shape[0] - 1) * shape[1] * 4));
+  in.read(reinterpret_cast<char*>(row.data()), static_cast<std::streamsize>(row.size() * 4));
+  return row;
+}
+
+std::vector<float> ReadFloats(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  const auto bytes = static_cast<size_t>(in.tellg());
+  std::vector<float> v(bytes / 4);
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * 4));
+  return v;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -94,8 +167,8 @@ int main(int argc, char** argv) {
   }
   const std::string model = argv[1];
   std::vector<std::string> tokens = {"128", "512"}, precisions = {"float32", "bf16"};
-  std::vector<std::string> binaries;
-  std::string dir, threads = "2";
+  std::vector<std::string> binaries, pytorch = {"float32", "bfloat16"};
+  std::string dir, threads = "2", pytorch_repeats = "0";
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--tokens") tokens = Split(value);
@@ -103,6 +176,8 @@ int main(int argc, char** argv) {
     else if (flag == "--dir") dir = value;
     else if (flag == "--binary") binaries.push_back(value);
     else if (flag == "--precisions") precisions = Split(value);
+    else if (flag == "--pytorch") pytorch = value == "none" ? std::vector<std::string>{} : Split(value);
+    else if (flag == "--pytorch-repeats") pytorch_repeats = value;
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -161,6 +236,96 @@ int main(int argc, char** argv) {
   }
   std::printf("\npeak RSS includes the process's libraries (libtorch ~%s) and the checkpoint's %.0f MiB\n",
               "200 MiB", file_mib);
+
+  // The PyTorch eager baseline on the same weights and ids.
+  const std::string script = std::string(ATTNSCOPE_BENCH_DIR) + "/pytorch_eager_llama.py";
+  if (!pytorch.empty() &&
+      std::system("/usr/bin/python3 -c 'import torch, numpy' >/dev/null 2>&1") != 0) {
+    std::printf("\nPyTorch eager: skipped (/usr/bin/python3 has no torch; Debian: python3-torch)\n");
+    pytorch.clear();
+  }
+  if (!pytorch.empty()) {
+    std::ifstream config_in(dir + "/config.json");
+    const nlohmann::json cfg = nlohmann::json::parse(config_in, nullptr, false);
+    double largest_shard = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() == ".safetensors") {
+        largest_shard = std::max(largest_shard, static_cast<double>(e.file_size()));
+      }
+    }
+    const double available = MemAvailableBytes();
+    std::string version = "?";
+    if (FILE* p = popen("/usr/bin/python3 -c 'import torch; print(torch.__version__)'", "r")) {
+      char buf[64] = {0};
+      if (std::fgets(buf, sizeof(buf), p) != nullptr) version = std::string(buf, std::strcspn(buf, "\n"));
+      pclose(p);
+    }
+    std::printf("\nPyTorch %s eager (bench/pytorch_eager_llama.py: every attention and hidden "
+                "state kept), %s threads, %.1f GiB available\n",
+                version.c_str(), threads.c_str(), available / 1073741824.0);
+    std::printf("%-10s %6s %9s %9s %10s %9s %12s  %s\n", "dtype", "T", "load s", "first s",
+                "warm s", "wall s", "peak RSS MiB", "last-row logits vs attnscope float32");
+    for (const std::string& t : tokens) {
+      const std::string ids_file = dir + "/.ids-" + t;
+      {
+        std::ofstream ids(ids_file);
+        for (int64_t id : attnscope::bench::RandomIds(std::stoll(t), 32000)) ids << id << " ";
+      }
+      for (const std::string& dtype : pytorch) {
+        const Need need =
+            PyTorchNeed(cfg, file_mib * 1048576.0, largest_shard, std::stoll(t), dtype == "float32" ? 4 : 2);
+        if (need.Peak() > available) {
+          std::printf("%-10s %6s  OOM: needs %.1f GiB (weights %.1f + attentions %.1f + hidden "
+                      "states %.1f + logits %.1f + workspace %.1f)\n",
+                      dtype.c_str(), t.c_str(), need.Peak() / 1073741824.0,
+                      need.weights / 1073741824.0, need.attentions / 1073741824.0,
+                      need.hidden / 1073741824.0, need.logits / 1073741824.0,
+                      need.workspace / 1073741824.0);
+          continue;
+        }
+        const std::string logits_file = dir + "/.pytorch-logits";
+        const Run r = Exec({"/usr/bin/python3", script, dir, ids_file, threads, dtype,
+                            pytorch_repeats, logits_file},
+                           out_file);
+        double load = 0, first = 0, warm = 0, peak = 0;
+        const bool parsed = r.ok && std::sscanf(r.out.c_str(), "load_s %lf first_s %lf warm_s %lf peak_rss_mib %lf",
+                                                &load, &first, &warm, &peak) == 4;
+        std::string check = "-";
+        if (parsed && dtype == "float32") {
+          // attnscope's float32 logits of the same ids (one head exported).
+          const std::string exported = dir + "/.attnscope-export.safetensors";
+          const Run a = Exec({binaries.front(), "analyze", "--model", dir, "--ids-file", ids_file,
+                              "--json", "--threads", threads, "--export", exported,
+                              "--attention-layers", "0", "--attention-heads", "0"},
+                             out_file);
+          const std::vector<float> ours = a.ok ? LastLogitsRow(exported) : std::vector<float>{};
+          const std::vector<float> theirs = ReadFloats(logits_file);
+          if (!ours.empty() && ours.size() == theirs.size()) {
+            double worst = 0, largest = 0;
+            for (size_t v = 0; v < ours.size(); ++v) {
+              const double d = std::fabs(static_cast<double>(ours[v]) - theirs[v]);
+              if (!(d <= worst)) worst = d;  // keeps NaN
+              largest = std::max(largest, std::fabs(static_cast<double>(theirs[v])));
+            }
+            char buf[96];
+            std::snprintf(buf, sizeof(buf), "max |diff| %.2g (largest logit %.3g)", worst, largest);
+            check = buf;
+          } else {
+            check = "not compared (attnscope's export failed)";
+          }
+          std::filesystem::remove(exported);
+        }
+        std::filesystem::remove(logits_file);
+        if (!parsed) {
+          std::printf("%-10s %6s  FAILED (%s)\n", dtype.c_str(), t.c_str(), r.out.c_str());
+          continue;
+        }
+        std::printf("%-10s %6s %9.2f %9.2f %10.2f %9.2f %12.0f  %s\n", dtype.c_str(), t.c_str(),
+                    load, first, warm, r.wall_s, peak, check.c_str());
+        std::fflush(stdout);
+      }
+    }
+  }
   std::filesystem::remove(out_file);
   if (temporary) std::filesystem::remove_all(dir);
   return 0;
