@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -11,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "service/chat_template/chat_template.h"
+#include "service/cli/remote_support.h"
 #include "service/core/status_macros.h"
 #include "service/core/utf8.h"
 #include "service/model/language_model.h"
@@ -100,6 +102,37 @@ absl::StatusOr<model::Precision> ParseComputeFlags(const Flags& flags) {
   return *precision;
 }
 
+std::vector<FlagSpec> AnalysisSettingsFlagSpecs() {
+  std::vector<FlagSpec> specs = {
+      {"threshold"}, {"sink-epsilon"}, {"template"}, {"block-size"}, {"threads"}};
+  for (FlagSpec& spec : ComputeFlagSpecs()) specs.push_back(std::move(spec));
+  return specs;
+}
+
+absl::StatusOr<engine::AnalysisSettings> ParseAnalysisSettings(const Flags& flags) {
+  engine::AnalysisSettings settings;
+  ATTNSCOPE_ASSIGN_OR_RETURN(settings.threshold, flags.GetDouble("threshold", 6.0));
+  if (!(settings.threshold > 0) || !std::isfinite(settings.threshold)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--threshold must be a positive z-score (default 6.0), got '", flags.Get("threshold"),
+        "'"));
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(settings.sink_epsilon, flags.GetDouble("sink-epsilon", 0.3));
+  if (!(settings.sink_epsilon >= 0 && settings.sink_epsilon <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--sink-epsilon must be a share of attention in [0, 1] (default 0.3), got '",
+        flags.Get("sink-epsilon"), "'"));
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(settings.structure,
+                             analysis::ParseTemplate(flags.Get("template", "auto")));
+  ATTNSCOPE_ASSIGN_OR_RETURN(settings.query_block_size,
+                             flags.GetInt("block-size", 0, 0, int64_t{1} << 30));
+  ATTNSCOPE_RETURN_IF_ERROR(flags.GetInt("threads", 0, 1, 1024).status());
+  ATTNSCOPE_ASSIGN_OR_RETURN(const model::Precision precision, ParseComputeFlags(flags));
+  if (flags.Has("precision")) settings.precision = precision;
+  return settings;
+}
+
 std::vector<FlagSpec> PromptFlagSpecs() {
   return {{"text"},
           {"text-file"},
@@ -179,17 +212,21 @@ absl::StatusOr<nlohmann::json> ChatFromFlags(const Flags& flags) {
   return chat_template::ParseMessages(text.str(), path);
 }
 
+absl::StatusOr<engine::Prompt> PromptFromSpec(const engine::ModelBundle& bundle,
+                                              const rpc::PromptSpec& spec) {
+  if (spec.text.has_value()) {
+    return engine::PromptFromText(bundle, *spec.text, spec.add_special_tokens.value_or(true));
+  }
+  if (spec.chat.has_value()) {
+    return engine::PromptFromChat(bundle, *spec.chat, spec.add_generation_prompt);
+  }
+  return engine::PromptFromIds(bundle, spec.ids);
+}
+
 absl::StatusOr<engine::Prompt> PromptFromFlags(const engine::ModelBundle& bundle,
                                                const Flags& flags) {
-  if (flags.Has("text")) {
-    return engine::PromptFromText(bundle, flags.Get("text"), !flags.Has("no-special-tokens"));
-  }
-  if (flags.Has("chat")) {
-    ATTNSCOPE_ASSIGN_OR_RETURN(nlohmann::json messages, ChatFromFlags(flags));
-    return engine::PromptFromChat(bundle, messages, flags.Has("add-generation-prompt"));
-  }
-  ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<int64_t> ids, ParseIdList(flags.Get("ids"), "--ids"));
-  return engine::PromptFromIds(bundle, std::move(ids));
+  ATTNSCOPE_ASSIGN_OR_RETURN(const rpc::PromptSpec spec, PromptSpecFromFlags(flags));
+  return PromptFromSpec(bundle, spec);
 }
 
 }  // namespace attnscope::cli

@@ -11,8 +11,10 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "service/cli/flags.h"
+#include "service/engine/analysis_run.h"
 #include "service/engine/model_bundle.h"
 #include "service/engine/prompt.h"
+#include "service/rpc/remote_client.h"
 
 namespace attnscope::cli {
 
@@ -37,6 +39,17 @@ std::vector<FlagSpec> ComputeFlagSpecs();
 // too: InvalidArgument (a usage error) naming the flag, the value and the
 // accepted ones.
 absl::StatusOr<model::Precision> ParseComputeFlags(const Flags& flags);
+
+// The analysis flags of analyze and batch, for Flags::Parse: --threshold,
+// --sink-epsilon, --template, --block-size, --threads, plus ComputeFlagSpecs().
+std::vector<FlagSpec> AnalysisSettingsFlagSpecs();
+
+// Those flags as settings (InvalidArgument, a usage error, naming the flag
+// and the value): --threshold X (a positive z-score, default 6.0),
+// --sink-epsilon X (in [0, 1], default 0.3), --template T (default auto),
+// --block-size N (>= 0), --threads N (1..1024; checked only), --precision
+// (set only when given) and --device (checked).
+absl::StatusOr<engine::AnalysisSettings> ParseAnalysisSettings(const Flags& flags);
 
 // The prompt flags shared by analyze, generate and tokenize, for Flags::Parse:
 // --text, --text-file, --ids, --ids-file, --chat, --add-generation-prompt,
@@ -64,6 +77,11 @@ absl::Status LoadPromptSources(Flags& flags);
 // The messages of --chat FILE (chat_template::ParseMessages); errors name
 // the file.
 absl::StatusOr<nlohmann::json> ChatFromFlags(const Flags& flags);
+
+// A prompt as a request spells it (text, chat or ids) resolved against a
+// local model, as the server resolves it.
+absl::StatusOr<engine::Prompt> PromptFromSpec(const engine::ModelBundle& bundle,
+                                              const rpc::PromptSpec& spec);
 
 // The prompt of --text, --ids or --chat (after LoadPromptSources).
 absl::StatusOr<engine::Prompt> PromptFromFlags(const engine::ModelBundle& bundle,

@@ -22,6 +22,10 @@ int RunModels(const std::vector<std::string>& args, const std::string& server = 
 int RunHealth(const std::vector<std::string>& args, const std::string& server);
 int RunHeads(const std::vector<std::string>& args, const std::string& server = "");
 int RunAblate(const std::vector<std::string>& args, const std::string& server = "");
+// batch: every prompt of a JSONL (or text) file, one result line each.
+int RunBatch(const std::vector<std::string>& args, const std::string& server = "");
+// summarize: population figures of batch results (no model, no server).
+int RunSummarize(const std::vector<std::string>& args);
 // stream-ppl: perplexity of a text under KV-cache eviction policies (local).
 int RunStreamPpl(const std::vector<std::string>& args);
 

@@ -22,13 +22,17 @@ Commands:
   heads      scan every head on the induction probe: previous-token,
              induction and sink scores, and the loss on each half
   ablate     switch heads off and measure the loss on each half of the probe
+  batch      analyze every prompt of a dataset file (JSONL or text), one
+             line of results per prompt, locally or over a server's replicas
+  summarize  dataset figures of batch results: Sink-ε, per-head first-token
+             importance, health and entropy distributions; text, JSON, HTML
   stream-ppl perplexity of a text read token by token under KV-cache
              eviction policies (StreamingLLM: full, sinks, window, ...)
   health     ask a server's gRPC health service whether it serves (--server)
 
-With --server TARGET, every command (tokenize, analyze with --export and
---viewer, generate, models, heads, ablate) runs on a running attnscope-server
-instead of loading a model here; the output is the same.
+With --server TARGET, every command but summarize and stream-ppl (tokenize,
+analyze with --export and --viewer, generate, models, heads, ablate, batch)
+runs on a running attnscope-server instead of loading a model here; the output is the same.
 TARGET is HOST:PORT or a gRPC target URI naming several replicas, e.g.
 dns:///attnscope.example:50051 or ipv4:10.0.0.1:50051,10.0.0.2:50051;
 requests go round robin over every address (gRPC's round_robin policy).
@@ -121,6 +125,14 @@ int main(int argc, char** argv) {
   if (command == "tokenize") return attnscope::cli::RunTokenize(args, server);
   if (command == "heads") return attnscope::cli::RunHeads(args, server);
   if (command == "ablate") return attnscope::cli::RunAblate(args, server);
+  if (command == "batch") return attnscope::cli::RunBatch(args, server);
+  if (command == "summarize") {
+    if (!server.empty()) {
+      std::cerr << "attnscope: summarize reads result files; run it without --server\n";
+      return attnscope::cli::kExitUsage;
+    }
+    return attnscope::cli::RunSummarize(args);
+  }
   if (command == "stream-ppl") {
     if (!server.empty()) {
       std::cerr << "attnscope: stream-ppl runs locally; run it without --server\n";

@@ -263,7 +263,7 @@ absl::StatusOr<std::string> RemoteClient::CheckHealth(const std::string& service
 
 absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Analyze(
     const std::string& model, const PromptSpec& prompt, const engine::AnalysisSettings& settings,
-    std::string* served_model) {
+    std::string* served_model, std::string* peer) {
   ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
   v1::AnalyzeRequest request;
   request.set_model(model);
@@ -303,6 +303,7 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
     if (event.has_summary()) events.summary = event.summary();
   }
   const grpc::Status finished = reader->Finish();
+  if (peer != nullptr) *peer = context.peer();
   ATTNSCOPE_RETURN_IF_ERROR(events.tensor_status);
   ATTNSCOPE_RETURN_IF_ERROR(impl_->Finish(finished));
   if (!events.tokens || !events.summary) return Malformed("no tokens or no summary event");

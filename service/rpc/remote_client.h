@@ -100,10 +100,12 @@ class RemoteClient {
   // and run.tensors holds them exactly as a local run's recorder would.
   // `model` "" is the server's default; *served_model (when non-null) gets
   // the name of the model that ran. run.forward_seconds is the server's
-  // compute time. InvalidArgument if the stream is malformed.
+  // compute time. *peer (when non-null) gets the address of the replica
+  // that answered as gRPC names it ("ipv4:10.0.0.7:50051"), also when the
+  // call failed after connecting. InvalidArgument if the stream is malformed.
   absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> Analyze(
       const std::string& model, const PromptSpec& prompt, const engine::AnalysisSettings& settings,
-      std::string* served_model = nullptr);
+      std::string* served_model = nullptr, std::string* peer = nullptr);
 
   // The prompt (text or chat; ids are refused by the server) through the
   // model's tokenizer: ids, token strings, byte offsets, special flags, and

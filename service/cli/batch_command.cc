@@ -1,0 +1,268 @@
+// attnscope batch: every prompt of a dataset file through one loaded model
+// (or a server's replicas), one JSON line of results per prompt.
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "service/cli/batch_input.h"
+#include "service/cli/batch_output.h"
+#include "service/cli/batch_progress.h"
+#include "service/cli/command_support.h"
+#include "service/cli/commands.h"
+#include "service/cli/remote_support.h"
+#include "service/core/status_macros.h"
+#include "service/engine/analysis_run.h"
+#include "service/rpc/remote_client.h"
+
+namespace attnscope::cli {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kHelp[] = R"(Usage: attnscope [--server TARGET] batch --input PROMPTS --output RESULTS.jsonl [options]
+
+Analyzes every prompt of a dataset file, in one process with one loaded model
+(or over a server's replicas with --server), and appends one JSON line of
+results per prompt to RESULTS.jsonl (docs/datasets.md names every key).
+
+Input, one prompt per line (blank lines are skipped):
+  {"id": "a1", "text": "The cat sat on the mat."}
+  {"id": "a2", "messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": true}
+  {"id": "a3", "ids": [464, 3797, 3332]}
+or plain text, each line a prompt whose id is its line number. A line
+without "id" gets its line number. Ids must be unique.
+
+Output: {"id", "model", "tokens", "health", "sinks", "expected_sinks",
+"sink_score" and "first_token_importance" ([layer][head]), "sink_epsilon",
+"sink_eps", "entropy" {...}, "replica" (with --server), ...}; a prompt that
+failed gives {"id", "line", "error"} and the run goes on.
+
+  --input FILE        the prompts (JSONL or plain text)
+  --output FILE       the results, appended and flushed line by line; must
+                      not exist unless --resume
+  --resume            continue an interrupted run: skip every id already in
+                      --output (results and errors) and append the rest
+  --format F          auto (default: JSONL when the first line starts with
+                      '{'), jsonl or text
+  --model DIR|NAME    model directory (default: the bundled tiny-gpt2); with
+                      --server, a served model's name (default: the server's)
+  --concurrency N     with --server: requests in flight (default: 2 per
+                      address of an ipv4:/ipv6: list, else 4)
+  --retries N         with --server: tries again after UNAVAILABLE or
+                      RESOURCE_EXHAUSTED, waiting 0.5 s, 1 s, 2 s ... (at
+                      most 10 s) between tries (default 5)
+  --sink-epsilon X    Sink-epsilon's cut on the first-token importance, in
+                      [0, 1] (default 0.3)
+  --top-predictions K also write the K most likely next tokens after each
+                      prompt (default 0: none)
+  --threshold X, --template T, --block-size N, --precision P
+                      as for analyze
+  --device D, --threads N  as for analyze (local only)
+  --deadline S        give up on a prompt after S seconds (an error line)
+
+On a terminal a progress line shows done/total, prompts/s, ETA and errors;
+a summary line ends every run on stderr. Exit 0 when every prompt has a
+result, 1 when some failed (their error lines are in --output), 2 for bad
+usage.
+)";
+
+struct BatchArgs {
+  Flags flags;
+  engine::AnalysisSettings settings;
+  InputFormat format = InputFormat::kAuto;
+  int concurrency = 1;
+  int retries = 5;
+  int top_k = 0;
+  double deadline = 0;
+};
+
+// 2 per address of an ipv4:/ipv6: list (one computing, one queued), else 4.
+int DefaultConcurrency(const std::string& server) {
+  if (server.rfind("ipv4:", 0) != 0 && server.rfind("ipv6:", 0) != 0) return 4;
+  return 2 * static_cast<int>(std::count(server.begin(), server.end(), ',') + 1);
+}
+
+absl::StatusOr<BatchArgs> ParseArgs(const std::vector<std::string>& args,
+                                    const std::string& server) {
+  BatchArgs a;
+  std::vector<FlagSpec> specs = {{"input"},   {"output"},      {"resume", false},
+                                 {"format"},  {"model"},       {"concurrency"},
+                                 {"retries"}, {"top-predictions"}, {"deadline"}};
+  for (FlagSpec& spec : AnalysisSettingsFlagSpecs()) specs.push_back(std::move(spec));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.flags, Flags::Parse(args, specs));
+  for (const char* name : {"input", "output"}) {
+    if (a.flags.Get(name).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " FILE is required"));
+    }
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.format, ParseInputFormat(a.flags.Get("format", "auto")));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.settings, ParseAnalysisSettings(a.flags));
+  if (server.empty()) {
+    for (const char* name : {"concurrency", "retries"}) {
+      if (a.flags.Has(name)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--", name, " applies with --server only (a local run analyzes one prompt at a "
+            "time with every core)"));
+      }
+    }
+  } else {
+    ATTNSCOPE_RETURN_IF_ERROR(RejectLocalOnlyFlags(a.flags, {"threads", "device"}));
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t concurrency,
+                             a.flags.GetInt("concurrency", DefaultConcurrency(server), 1, 1024));
+  a.concurrency = static_cast<int>(concurrency);
+  ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t retries, a.flags.GetInt("retries", 5, 0, 100));
+  a.retries = static_cast<int>(retries);
+  ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t top, a.flags.GetInt("top-predictions", 0, 0, 100));
+  a.top_k = static_cast<int>(top);
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.deadline, ParseDeadline(a.flags));
+  return a;
+}
+
+// Analyzes one item: its result line, or an error line.
+using ItemRunner = std::function<nlohmann::ordered_json(const BatchItem&)>;
+
+// Runs `todo` on `threads` threads (each takes the next item), writing each
+// line as soon as it is made. A write that fails stops the run.
+absl::Status RunPool(const std::vector<const BatchItem*>& todo, int threads,
+                     const ItemRunner& run, BatchWriter& writer, BatchProgress& progress) {
+  std::atomic<size_t> next{0};
+  std::mutex failed_mu;
+  absl::Status failed;
+  auto work = [&] {
+    for (size_t i = next++; i < todo.size(); i = next++) {
+      nlohmann::ordered_json line = todo[i]->error.empty()
+                                        ? run(*todo[i])
+                                        : BatchErrorLine(todo[i]->id, todo[i]->line, todo[i]->error);
+      absl::Status written = writer.Write(line);
+      if (!written.ok()) {
+        std::lock_guard<std::mutex> lock(failed_mu);
+        if (failed.ok()) failed = written;
+        next = todo.size();
+        return;
+      }
+      progress.Done(!line.contains("error"), line.value("replica", ""));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < std::min<int>(threads, static_cast<int>(todo.size())); ++t) {
+    pool.emplace_back(work);
+  }
+  work();
+  for (std::thread& t : pool) t.join();
+  return failed;
+}
+
+// RunPool, but with several threads the first prompt goes alone: the
+// channel connects to every replica while it runs, so that round_robin
+// spreads the rest over all of them instead of sending the first `threads`
+// requests to the first replica ready.
+absl::Status RunItems(const std::vector<const BatchItem*>& todo, int threads,
+                      const ItemRunner& run, BatchWriter& writer, BatchProgress& progress) {
+  if (threads <= 1 || todo.size() <= 1) return RunPool(todo, 1, run, writer, progress);
+  ATTNSCOPE_RETURN_IF_ERROR(RunPool({todo.front()}, 1, run, writer, progress));
+  return RunPool(std::vector<const BatchItem*>(todo.begin() + 1, todo.end()), threads, run, writer,
+                 progress);
+}
+
+bool Retryable(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsResourceExhausted(status);
+}
+
+// The remote runner: one client (one channel, round_robin) shared by every
+// thread; UNAVAILABLE and RESOURCE_EXHAUSTED are tried again with back-off.
+ItemRunner RemoteRunner(rpc::RemoteClient& client, const BatchArgs& a) {
+  return [&client, &a](const BatchItem& item) {
+    absl::Status last;
+    for (int attempt = 0; attempt <= a.retries; ++attempt) {
+      if (attempt > 0) {
+        const double wait = std::min(10.0, 0.5 * static_cast<double>(1 << std::min(attempt - 1, 5)));
+        std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+      }
+      std::string model, peer;
+      auto remote = client.Analyze(RemoteModelName(a.flags), item.prompt, a.settings, &model, &peer);
+      if (remote.ok()) {
+        return BatchResultLine(item.id, model, remote->first, remote->second, peer, a.top_k);
+      }
+      last = ExplainDeadline(remote.status(), a.deadline);
+      if (!Retryable(last)) break;
+      if (attempt == a.retries) {
+        last = absl::Status(last.code(), absl::StrCat(last.message(), " (after ", a.retries + 1,
+                                                      " tries; see --retries)"));
+      }
+    }
+    return BatchErrorLine(item.id, item.line, std::string(last.message()));
+  };
+}
+
+ItemRunner LocalRunner(const engine::ModelBundle& bundle, const BatchArgs& a) {
+  const std::string model = std::filesystem::path(bundle.directory).filename().string();
+  return [&bundle, &a, model](const BatchItem& item) {
+    auto prompt = PromptFromSpec(bundle, item.prompt);
+    if (!prompt.ok()) return BatchErrorLine(item.id, item.line, std::string(prompt.status().message()));
+    engine::AnalysisSettings settings = a.settings;
+    settings.should_stop = LocalDeadline(a.deadline);
+    auto run = engine::RunAnalysis(bundle, *prompt, settings);
+    if (!run.ok()) {
+      return BatchErrorLine(item.id, item.line,
+                            std::string(ExplainDeadline(run.status(), a.deadline).message()));
+    }
+    return BatchResultLine(item.id, model, *prompt, *run, "", a.top_k);
+  };
+}
+
+}  // namespace
+
+int RunBatch(const std::vector<std::string>& args, const std::string& server) {
+  if (WantsHelp(args)) {
+    std::cout << kHelp;
+    return kExitOk;
+  }
+  auto parsed = ParseArgs(args, server);
+  if (!parsed.ok()) return UsageError("batch", parsed.status());
+  BatchArgs& a = *parsed;
+  auto items = ReadBatchInput(a.flags.Get("input"), a.format);
+  if (!items.ok()) return RuntimeError("batch", items.status());
+  // The model loads before the output is touched: a bad --model changes nothing.
+  std::unique_ptr<engine::ModelBundle> bundle;
+  std::unique_ptr<rpc::RemoteClient> client;
+  if (server.empty()) {
+    auto loaded = LoadModelFromFlags(a.flags);
+    if (!loaded.ok()) return RuntimeError("batch", loaded.status());
+    bundle = std::move(*loaded);
+  } else {
+    client = std::make_unique<rpc::RemoteClient>(server, RemoteSecurity());
+    rpc::CallOptions options;
+    options.deadline_seconds = a.deadline;
+    client->SetCallOptions(options);
+  }
+  auto writer = BatchWriter::Open(a.flags.Get("output"), a.flags.Has("resume"));
+  if (!writer.ok()) {
+    return absl::IsAlreadyExists(writer.status()) ? UsageError("batch", writer.status())
+                                                  : RuntimeError("batch", writer.status());
+  }
+  if ((*writer)->dropped_bytes() > 0) {
+    std::cerr << "attnscope batch: dropped a cut-off last line (" << (*writer)->dropped_bytes()
+              << " bytes) of " << a.flags.Get("output") << "; that prompt runs again\n";
+  }
+  std::vector<const BatchItem*> todo;
+  for (const BatchItem& item : *items) {
+    if ((*writer)->done_keys().count(item.key) == 0) todo.push_back(&item);
+  }
+  BatchProgress progress(static_cast<int64_t>(todo.size()),
+                         static_cast<int64_t>(items->size() - todo.size()),
+                         isatty(STDERR_FILENO) != 0);
+  const ItemRunner run = bundle ? LocalRunner(*bundle, a) : RemoteRunner(*client, a);
+  absl::Status status = RunItems(todo, bundle ? 1 : a.concurrency, run, **writer, progress);
+  std::cerr << progress.Summary() << "\n";
+  if (!status.ok()) return RuntimeError("batch", status);
+  return progress.errors() > 0 ? kExitError : kExitOk;
+}
+
+}  // namespace attnscope::cli

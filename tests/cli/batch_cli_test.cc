@@ -1,0 +1,266 @@
+// `attnscope batch` end to end on the bundled model: local results equal
+// `analyze --json` prompt by prompt, bad lines become error lines and the
+// run goes on, --resume after kill -9 finishes with no duplicate id, and a
+// remote run over three real attnscope-server replicas spreads the prompts
+// evenly and gives the local numbers.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+#include "tests/cli/run_cli.h"
+#include "tests/common/json_compare.h"
+#include "tests/common/temp_path.h"
+#include "tests/rpc/server_process.h"
+
+extern char** environ;
+
+namespace attnscope {
+namespace {
+
+using nlohmann::json;
+using testing::RunCli;
+
+// Short prompts: the suite is near its time budget.
+const std::vector<std::string> kTexts = {
+    "The cat sat on the keyboard again.",
+    "Dogs bark at night, and the neighbours complain.",
+    "A quiet river runs under the old stone bridge.",
+    "She counted the coins twice before paying.",
+    "Rain fell on the roof all afternoon.",
+    "The train left the station at noon.",
+};
+
+std::string WriteFile(const std::string& stem, const std::string& text) {
+  const std::string path = test::UniqueTempPath(stem);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+std::vector<json> ReadLines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<json> out;
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+std::string TextLine(const std::string& id, const std::string& text) {
+  return json({{"id", id}, {"text", text}}).dump() + "\n";
+}
+
+// A JSONL input of `n` prompts "p0".."p{n-1}" cycling through kTexts.
+std::string Prompts(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    out += TextLine("p" + std::to_string(i), kTexts[static_cast<size_t>(i) % kTexts.size()] +
+                                                 " (" + std::to_string(i) + ")");
+  }
+  return out;
+}
+
+double Mean(const json& values) {
+  double sum = 0;
+  for (const json& v : values) sum += v.get<double>();
+  return sum / static_cast<double>(values.size());
+}
+
+TEST(BatchCliTest, LocalResultsEqualAnalyzeAndBadLinesBecomeErrorLines) {
+  const std::string input = WriteFile(
+      "batch-in.jsonl",
+      TextLine("cat", kTexts[0]) + "{\"id\": \"ids\", \"ids\": [464, 3797, 3332, 319]}\n" +
+          "this line is not JSON\n" + "{\"id\": \"oov\", \"ids\": [1, 50257]}\n" +
+          "{\"id\": [1], \"text\": \"an array is no id\"}\n\n" + TextLine("dogs", kTexts[1]));
+  const std::string output = test::UniqueTempPath("batch-out.jsonl");
+  const testing::CliResult r = RunCli({"batch", "--input", input, "--output", output});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // some lines failed
+  EXPECT_NE(r.err.find("batch: 6 prompts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("3 ok, 3 errors"), std::string::npos) << r.err;
+  const std::vector<json> lines = ReadLines(output);
+  ASSERT_EQ(lines.size(), 6u);
+  std::map<std::string, json> by_id;
+  for (const json& line : lines) by_id[line["id"].dump()] = line;
+  EXPECT_EQ(by_id["3"]["line"], 3);  // no id of its own: its line number
+  EXPECT_NE(by_id["3"]["error"].get<std::string>().find("not a JSON object"), std::string::npos);
+  EXPECT_NE(by_id["\"oov\""]["error"].get<std::string>().find("50257"), std::string::npos);
+  EXPECT_NE(by_id["5"]["error"].get<std::string>().find("\"id\""), std::string::npos);
+
+  const std::map<std::string, std::vector<std::string>> prompts = {
+      {"\"cat\"", {"--text", kTexts[0]}},
+      {"\"ids\"", {"--ids", "464,3797,3332,319"}},
+      {"\"dogs\"", {"--text", kTexts[1]}}};
+  for (const auto& [id, prompt] : prompts) {
+    const json& line = by_id[id];
+    ASSERT_FALSE(line.contains("error")) << id << ": " << line.dump();
+    std::vector<std::string> args = {"analyze", "--json"};
+    args.insert(args.end(), prompt.begin(), prompt.end());
+    const testing::CliResult a = RunCli(args);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    const json stats = json::parse(a.out);
+    EXPECT_EQ(line["tokens"], stats["input_ids"].size()) << id;
+    for (const char* key : {"health", "sinks", "expected_sinks", "sink_score",
+                            "first_token_importance", "sink_eps", "sink_epsilon",
+                            "back_half_sink_share", "threshold"}) {
+      std::string mismatch;
+      EXPECT_LE(test::MaxJsonDiff(line[key], stats[key], &mismatch), 1e-12)
+          << id << " " << key << ": " << mismatch;
+    }
+    EXPECT_LE(test::AbsDiff(line["entropy"]["next_token_mean_nats"].get<double>(),
+                            Mean(stats["next_token_entropy_nats"])),
+              1e-12)
+        << id;
+    EXPECT_LE(test::AbsDiff(line["surprisal_mean_nats"].get<double>(),
+                            Mean(stats["next_token_surprisal_nats"])),
+              1e-12)
+        << id;
+  }
+}
+
+TEST(BatchCliTest, RefusalsChangeNothing) {
+  const std::string input = WriteFile("batch-dup.jsonl", TextLine("x", "one") + TextLine("x", "two"));
+  const std::string output = test::UniqueTempPath("batch-dup-out.jsonl");
+  testing::CliResult r = RunCli({"batch", "--input", input, "--output", output});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("line 2 has the id \"x\" of line 1"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(output));
+  // An existing output without --resume: a usage error, the file untouched.
+  const std::string good = WriteFile("batch-good.jsonl", TextLine("x", "one"));
+  const std::string existing = WriteFile("batch-existing.jsonl", "keep me\n");
+  r = RunCli({"batch", "--input", good, "--output", existing});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
+  std::ifstream in(existing);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "keep me\n");
+  r = RunCli({"batch", "--input", good, "--output", output, "--concurrency", "3"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--concurrency applies with --server only"), std::string::npos) << r.err;
+}
+
+int CountLines(const std::string& path) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+TEST(BatchCliTest, ResumeAfterKill9FinishesWithNoDuplicateId) {
+  constexpr int kPrompts = 16;
+  const std::string input = WriteFile("batch-resume.jsonl", Prompts(kPrompts));
+  const std::string output = test::UniqueTempPath("batch-resume-out.jsonl");
+  const std::string bin = std::string(ATTNSCOPE_BIN_DIR) + "/attnscope";
+  std::vector<std::string> args = {bin, "batch", "--input", input, "--output", output,
+                                   "--threads", "1"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, bin.c_str(), nullptr, nullptr, argv.data(), environ), 0);
+  // Killed once a few results are in, well before the end.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (CountLines(output) < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the batch finished before the kill";
+  const int before = CountLines(output);
+  ASSERT_LT(before, kPrompts);
+  // A write cut off by the kill leaves half a line: --resume drops it.
+  std::ofstream(output, std::ios::app) << "{\"id\":\"p1";
+  const testing::CliResult r = RunCli({"batch", "--input", input, "--output", output, "--resume"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("dropped a cut-off last line"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::to_string(before) + " skipped (--resume)"), std::string::npos) << r.err;
+  const std::vector<json> lines = ReadLines(output);
+  std::set<std::string> ids;
+  for (const json& line : lines) {
+    EXPECT_FALSE(line.contains("error")) << line.dump();
+    EXPECT_TRUE(ids.insert(line["id"].get<std::string>()).second) << "duplicate " << line["id"];
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kPrompts));
+  std::cout << before << " of " << kPrompts << " results before kill -9; " << lines.size()
+            << " lines after --resume\n";
+}
+
+// Three replicas of the bundled model, started once for the suite.
+class BatchReplicasTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    target_ = new std::string("ipv4:");
+    for (auto& replica : replicas_) {
+      std::string error;
+      replica = testing::ServerProcess::Start({"--threads", "1"}, &error).release();
+      ASSERT_NE(replica, nullptr) << error;
+      *target_ += (target_->size() > 5 ? "," : "") + replica->address();
+    }
+  }
+  static void TearDownTestSuite() {
+    for (auto*& replica : replicas_) {
+      delete replica;
+      replica = nullptr;
+    }
+    delete target_;
+  }
+  static testing::ServerProcess* replicas_[3];
+  static std::string* target_;
+};
+testing::ServerProcess* BatchReplicasTest::replicas_[3] = {nullptr, nullptr, nullptr};
+std::string* BatchReplicasTest::target_ = nullptr;
+
+TEST_F(BatchReplicasTest, SpreadsPromptsEvenlyAndGivesTheLocalNumbers) {
+  constexpr int kPrompts = 30;
+  const std::string input = WriteFile("batch-remote.jsonl", Prompts(kPrompts));
+  const std::string remote = test::UniqueTempPath("batch-remote-out.jsonl");
+  const testing::CliResult r =
+      RunCli({"--server", *target_, "batch", "--input", input, "--output", remote,
+              "--concurrency", "6"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::map<std::string, int> per_replica;
+  std::map<std::string, json> remote_by_id;
+  for (const json& line : ReadLines(remote)) {
+    ASSERT_TRUE(line.contains("replica")) << line.dump().substr(0, 200);
+    ++per_replica[line["replica"].get<std::string>()];
+    remote_by_id[line["id"].get<std::string>()] = line;
+  }
+  EXPECT_EQ(remote_by_id.size(), static_cast<size_t>(kPrompts));
+  ASSERT_EQ(per_replica.size(), 3u) << r.err;
+  for (const auto& [replica, count] : per_replica) {
+    EXPECT_GE(count, 8) << replica;  // 10 +- 20%
+    EXPECT_LE(count, 12) << replica;
+    std::cout << replica << ": " << count << " prompts\n";
+  }
+  for (const auto* replica : replicas_) {
+    EXPECT_EQ(per_replica.count("ipv4:" + replica->address()), 1u) << replica->address();
+  }
+  // The first six prompts locally: the same numbers.
+  const std::string local_input = WriteFile("batch-local.jsonl", Prompts(6));
+  const std::string local = test::UniqueTempPath("batch-local-out.jsonl");
+  const testing::CliResult l = RunCli({"batch", "--input", local_input, "--output", local});
+  ASSERT_EQ(l.exit_code, 0) << l.err;
+  for (json line : ReadLines(local)) {
+    json other = remote_by_id[line["id"].get<std::string>()];
+    for (json* j : {&line, &other}) {
+      j->erase("replica");
+      j->erase("forward_seconds");
+    }
+    std::string mismatch;
+    EXPECT_EQ(test::MaxJsonDiff(line, other, &mismatch), 0.0) << line["id"] << ": " << mismatch;
+  }
+}
+
+}  // namespace
+}  // namespace attnscope
