@@ -460,8 +460,8 @@ absl::StatusOr<Value> Range(std::vector<Value>& args, Kwargs&) {
   if (args.size() >= 3) step = args[2].i;
   if (step == 0 || args.empty()) return Bad("range: bad arguments");
   // Counted before anything is built, in unsigned arithmetic: building a
-  // million items first took over 10 s under ASan, and `k += step` could
-  // overflow near the ends of int64.
+  // huge range first made it slow to refuse, and `k += step` could overflow
+  // near the ends of int64.
   const bool up = step > 0;
   const uint64_t span = up ? (stop > start ? uint64_t(stop) - uint64_t(start) : 0)
                            : (start > stop ? uint64_t(start) - uint64_t(stop) : 0);

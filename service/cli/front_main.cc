@@ -3,8 +3,8 @@
 // config.json, the checkpoint's headers and the tokenizer), and runs
 // attnscope-engine, installed beside it, for everything else, with the same
 // arguments. The front links neither libtorch nor gRPC: a process that
-// loads libtorch spends ~0.7 s starting before main, which these commands
-// need not pay.
+// loads libtorch spends a noticeable time starting before main, which these
+// commands need not pay.
 #include <unistd.h>
 
 #include <cerrno>

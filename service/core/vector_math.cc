@@ -58,9 +58,10 @@ INLINE typename Lanes<N>::F LoadPartial(const float* p, int64_t n, float fill) {
 // The N floats of v as N doubles, in its low and high halves. One
 // conversion of the whole vector: GCC 12 converts half a 16-float vector
 // (8 floats to 8 doubles) as two 4-lane conversions and an insert, but all
-// 16 as one extract and two vcvtps2pd, and clang as two vcvtps2pd. On the
-// AVX-512 EPYC a flush of the float partial sums took ~26 cycles the first
-// way, which was a quarter of a logit row's time.
+// 16 as one extract and two vcvtps2pd, and clang as two vcvtps2pd. The
+// first way made the flush of the float partial sums a large share of a
+// logit row's time (docs/performance-history.md, "Measurements behind
+// choices in the code").
 template <int N>
 INLINE void Widen(typename Lanes<N>::F v, typename Lanes<N>::D* low,
                   typename Lanes<N>::D* high) {
@@ -95,8 +96,8 @@ INLINE typename Lanes<N>::F ExpV(typename Lanes<N>::F x) {
   const F c = x > 88.3762626647949f ? Splat<N>(88.3762626647949f) : x;
   // n = round(c log2 e) by adding 1.5 * 2^23: the sum's low mantissa bits
   // hold n itself, so neither a float -> int -> float round trip nor a
-  // floor correction is needed (an exp pass over a row 1.36x as fast as
-  // with them: 0.225 -> 0.166 ns per entry, one AVX-512 thread).
+  // floor correction is needed, which makes an exp pass over a row
+  // markedly faster.
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23, bits 0x4b400000
   const F t = c * 1.44269504088896341f + kRound;
   const F n = t - kRound;
@@ -160,7 +161,7 @@ INLINE float LogOneBody(float x) {
 }
 
 // Four independent running maxima: one alone is a chain of dependent
-// vmaxps, one per N floats, which took a quarter of LogitRow's time.
+// vmaxps, one per N floats, which was a large share of LogitRow's time.
 template <int N>
 INLINE float MaxOf(const float* x, int64_t n) {
   using F = typename Lanes<N>::F;
@@ -396,8 +397,8 @@ INLINE int64_t TopKBody(const float* x, int64_t n, int64_t k, int64_t* idx) {
   // Blocks of 4 N floats, a block none of whose values beats the k-th
   // skipped after one comparison; in a block that has one, each vector is
   // asked again (with the k-th as it grows), and only those that may beat
-  // it are inserted one value at a time (a logit row of 50,257: TopK
-  // 0.146 -> 0.097 ns per entry, one AVX-512 thread).
+  // it are inserted one value at a time (docs/performance-history.md,
+  // "Measurements behind choices in the code").
   int64_t j = 0;
   for (; j + 4 * N <= n; j += 4 * N) {
     if (!may_beat(j, 4)) continue;

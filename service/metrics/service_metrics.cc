@@ -27,10 +27,10 @@ using prometheus::Labels;
 using prometheus::Registry;
 
 // Bucket upper bounds (constexpr arrays: no static objects to destroy).
-// Seconds: from a cached ListModels (microseconds) to an hour. Qwen2.5-0.5B's
-// forward at T = 2,048 takes 7 s on 2 threads (README, Real sizes) and
-// attention grows as T^2, so 32K-token prompts and 1B..8B models take
-// minutes; with a top bucket of 60 s all of them fell in +Inf, where
+// Seconds: from a cached ListModels (microseconds) to an hour. A real
+// model's forward at T = 2,048 takes seconds (docs/performance.md, "Real
+// sizes") and attention grows as T^2, so 32K-token prompts and 1B..8B models
+// take minutes; with a top bucket of 60 s all of them fell in +Inf, where
 // histogram_quantile can only answer the top bound.
 constexpr double kLatencyBuckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
                                       1,     2.5,    5,     10,   30,    60,   120, 300,  600,

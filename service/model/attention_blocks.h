@@ -15,11 +15,10 @@ inline constexpr int64_t kAutoAttentionBlockBytes = int64_t{8} << 20;
 // automatic choice takes up to 4 x the budget to keep this many rows.
 inline constexpr int64_t kAutoMinBlockRows = 64;
 // Nor more rows than this: a block of 128 rows is 256 KiB of probabilities
-// per head at T = 512 and 512 KiB at T = 1024 (one core's L2 on the Zen 3
-// machines of the README), and GPT-2 small's analysis was fastest with
-// blocks of 128 rows at both T (perf_compare_bench --sweep-blocks: 336 and
-// 256 rows were slower at T = 512, 160 at T = 1024). Smaller blocks also
-// skip more of the causal mask's zeros.
+// per head at T = 512 and 512 KiB at T = 1024 (about one core's L2), where
+// GPT-2 small's analysis is fastest (perf_compare_bench --sweep-blocks; the
+// measurements: docs/performance-history.md, "Measurements behind choices
+// in the code"). Smaller blocks also skip more of the causal mask's zeros.
 inline constexpr int64_t kAutoMaxBlockRows = 128;
 
 // The query rows per block for a layer of `heads` attention maps (sequences

@@ -31,13 +31,11 @@ at::Tensor HiddenKeysTensor(const std::vector<uint8_t>& hidden, int64_t tokens) 
       .to(at::kBool);
 }
 // Rows of logits per block when observers take blocks: 128 (26 MB for
-// GPT-2). Through BLAS every block's GEMM repacks the whole (V, E) head,
-// which fewer rows do not repay: the head at T = 1024 took 721 ms in blocks
-// of 128, 901 in blocks of 64 and 715 in one product (2 threads, GPT-2's
-// head). A packed head (oneDNN) costs no repacking, but its kernel still
-// reads the whole head once per block: at T = 512 the head's products took
-// 93 ms in blocks of 64, 84 in blocks of 128 and 81 in blocks of 256
-// (GPT-2's head, 2 threads, oneDNN's own timings, DNNL_VERBOSE).
+// GPT-2). Through BLAS every block's GEMM repacks the whole (V, E) head, and
+// a packed head's kernel (oneDNN) still reads the whole head once per
+// block, so fewer rows cost more while more rows gain little (the
+// measurements: docs/performance-history.md, "Measurements behind choices
+// in the code").
 constexpr int64_t kLogitRowsPerBlock = 128;
 
 // What one forward pass shares across its layers.
@@ -392,8 +390,8 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
       // the checkpoint's pages of a mapped F32 matrix are dropped (the
       // packed copy takes their place in memory), a converted copy is freed
       // and its buffer unmapped at once (the tensor cache would keep up to
-      // 256 MiB of them: an F16 GPT-2 small peaked at 1,280 MiB loading,
-      // against 779 once loaded).
+      // 256 MiB of them, raising the peak while loading far above the
+      // loaded model's memory).
       PackMatrices(
           weights, PackedType::kFloat32,
           [&](const at::Tensor& t) {

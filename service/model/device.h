@@ -35,8 +35,8 @@ at::Tensor RoundToBf16(const at::Tensor& x);
 // accumulation and output, in oneDNN's bf16 kernels (native AVX-512 BF16
 // instructions where the CPU has them). On CUDA the product runs in bfloat16 (its output rounded to bfloat16, as
 // cuBLAS gives it); on the CPU, which has no native bfloat16 product in
-// libtorch 1.13 (its fallback is 25-90x slower than float32 on an AVX2
-// CPU), the bfloat16-rounded operands are multiplied by float32 BLAS:
+// libtorch 1.13 (its fallback is far slower than float32 BLAS), the
+// bfloat16-rounded operands are multiplied by float32 BLAS:
 // every product of two bfloat16 values is exact in float32, so this is the
 // bfloat16 product with float32 accumulation that AVX-512 BF16 computes.
 at::Tensor LinearBf16(const at::Tensor& x, const LinearWeights& w16);

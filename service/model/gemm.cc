@@ -129,8 +129,9 @@ memory::desc PackedDesc(int64_t n, int64_t k, PackedType type) {
 
 // Matmul primitives by shape, shared by every matrix of that shape (the
 // weights are an argument of each call, not part of the primitive). Making
-// one costs ~0.6 ms (kernel generation); a pass at a new T makes one for each
-// distinct product shape. At most kMaxPrimitives, least recently used out.
+// one generates its kernel, which is costly; a pass at a new T makes one
+// for each distinct product shape. At most kMaxPrimitives, least recently
+// used out.
 struct PrimitiveKey {
   int64_t m, n, k, ldx, ldy;
   PackedType type;
@@ -599,8 +600,8 @@ void PackedMatrix::Multiply(const float* x, int64_t m, int64_t ldx, const float*
   const PackedType compute = operands == Operands::kFloat32 ? PackedType::kFloat32 : type_;
   try {
     // oneDNN's brgemm kernels read dense rows only (a strided x, such as the
-    // gate half of a gated MLP's output, would take its reference kernel,
-    // ~100x slower): such an x is copied first, as bfloat16 is rounded.
+    // gate half of a gated MLP's output, would take its far slower reference
+    // kernel): such an x is copied first, as bfloat16 is rounded.
     const void* src = x;
     if (compute == PackedType::kBfloat16) {
       src = DenseRows(Scratch().bf16, x, m, k_, ldx, ToBf16);

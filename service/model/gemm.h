@@ -8,8 +8,9 @@
 // layout those kernels read (no repacking per call, the same layout for
 // every number of rows), and its sgemm runs AVX-512 kernels too; OpenBLAS
 // 0.3.21 has AVX2 kernels only for such CPUs (OPENBLAS_CORETYPE=Haswell), so
-// oneDNN is about twice as fast there (bench/perf_compare_bench's floor
-// measures both). On CPUs without AVX-512 the BLAS multiplies, as before.
+// oneDNN is faster there (bench/perf_compare_bench's floor measures both;
+// docs/performance-history.md, "Measurements behind choices in the code").
+// On CPUs without AVX-512 the BLAS multiplies.
 //
 // ATTNSCOPE_GEMM=auto (the default) | onednn | blas chooses.
 #pragma once

@@ -5,13 +5,14 @@
 // Why: a forward pass allocates and frees the same dozen activation sizes
 // (q|k|v, MLP, residual, logit blocks: 3-13 MB each for GPT-2 at T = 1024)
 // on every layer. glibc serves them from its heap once its mmap threshold
-// has risen past them, and keeps the freed ones resident: a pass at
-// T = 1024 peaked at ~440 MiB of anonymous memory for ~117 MB of live heap,
-// and a second pass peaked higher than the first. With a fixed mmap
-// threshold the memory goes back, but every buffer is then fresh pages
-// faulted in and zeroed (a third slower). Here a freed large buffer waits
-// in a free list and the next allocation that fits takes it: no growth
-// across passes and no page faults once the sizes have been seen.
+// has risen past them, and keeps the freed ones resident: the resident
+// memory grows to several times the live heap, and from one pass to the
+// next. With a fixed mmap threshold the memory goes back, but every buffer
+// is then fresh pages faulted in and zeroed, which slows the pass. Here a
+// freed large buffer waits in a free list and the next allocation that fits
+// takes it: no growth across passes and no page faults once the sizes have
+// been seen (the measurements: docs/performance-history.md, "Measurements
+// behind choices in the code").
 #pragma once
 
 #include <c10/core/Allocator.h>
