@@ -52,19 +52,18 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
   scope.SetOptions(request.options());
   ATTNSCOPE_ASSIGN_OR_RETURN(const engine::ModelBundle* bundle, models_.Find(request.model()));
   scope.SetServedModel(model_name);
-  ATTNSCOPE_ASSIGN_OR_RETURN(AnalyzePlan plan, PlanAnalysis(request.options(), *bundle,
-                                                            model_name,
-                                                            config_.tensor_chunk_bytes));
-  ATTNSCOPE_ASSIGN_OR_RETURN(plan.settings.precision,
-                             PrecisionOf(request.options().precision(), "options.precision",
-                                         config_.default_precision));
+  AnalyzeLimits limits;
+  limits.chunk_bytes = config_.tensor_chunk_bytes;
+  limits.default_precision = config_.default_precision;
+  limits.max_attention_bytes = config_.max_attention_bytes;
+  ATTNSCOPE_ASSIGN_OR_RETURN(AnalyzePlan plan,
+                             PlanAnalysis(request.options(), *bundle, model_name, limits));
   v1::Timings timings;
   ATTNSCOPE_ASSIGN_OR_RETURN(Admitted admitted,
                              AdmitAndTokenize(scope, *bundle, model_name, PromptOf(request),
                                               &timings));
   const engine::Prompt& prompt = admitted.prompt;
-  ATTNSCOPE_RETURN_IF_ERROR(CheckAttentionBytes(
-      plan.stream, static_cast<int64_t>(prompt.ids.size()), config_.max_attention_bytes));
+  ATTNSCOPE_RETURN_IF_ERROR(plan.CheckPromptLength(static_cast<int64_t>(prompt.ids.size())));
   scope.Started(model_name, prompt.text, prompt.ids);
 
   // The feed's finished event carries the tokens, layers and summary, so a

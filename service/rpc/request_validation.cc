@@ -173,8 +173,10 @@ absl::StatusOr<engine::Prompt> TokenizePrompt(const PromptInput& input,
 
 absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
                                          const engine::ModelBundle& bundle,
-                                         const std::string& model_name, int64_t chunk_bytes) {
+                                         const std::string& model_name,
+                                         const AnalyzeLimits& limits) {
   AnalyzePlan plan;
+  plan.max_attention_bytes = limits.max_attention_bytes;
   if (o.has_threshold()) {
     if (!std::isfinite(o.threshold()) || !(o.threshold() > 0)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -203,10 +205,13 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
   }
   plan.settings.query_block_size = o.query_block_size();
   plan.stream.hidden_state_norms = !o.has_hidden_state_norms() || o.hidden_state_norms();
-  plan.stream.chunk_bytes = chunk_bytes;
+  plan.stream.chunk_bytes = limits.chunk_bytes;
   plan.stream.hidden_states = o.return_hidden_states();
   plan.stream.logits = o.return_logits();
   ATTNSCOPE_RETURN_IF_ERROR(PlanAttention(o, bundle.config(), model_name, &plan.stream));
+  ATTNSCOPE_ASSIGN_OR_RETURN(plan.settings.precision,
+                             PrecisionOf(o.precision(), "options.precision",
+                                         limits.default_precision));
   return plan;
 }
 

@@ -64,16 +64,12 @@ absl::StatusOr<engine::Prompt> TokenizePrompt(const PromptInput& input,
                                               const engine::ModelBundle& bundle,
                                               const std::string& model_name);
 
-// What an Analyze request asks for. Checks threshold (finite), sink_epsilon
-// (in [0, 1]), template, query_block_size (>= 0), attention layers and heads
-// (within the model) and the attention dtype.
-struct AnalyzePlan {
-  engine::AnalysisSettings settings;
-  StreamOptions stream;
+// The server's settings an Analyze request is planned against.
+struct AnalyzeLimits {
+  int64_t chunk_bytes = 1 << 20;  // TensorChunk data size
+  model::Precision default_precision = model::Precision::kFloat32;  // --precision
+  int64_t max_attention_bytes = 0;  // raw attention per response; 0: no limit
 };
-absl::StatusOr<AnalyzePlan> PlanAnalysis(const attnscope::v1::AnalyzeOptions& options,
-                                         const engine::ModelBundle& bundle,
-                                         const std::string& model_name, int64_t chunk_bytes);
 
 // The raw attention bytes `stream` asks for on a prompt of `num_tokens`
 // tokens: selected layers x selected heads x T x T x the dtype's size (0
@@ -82,6 +78,27 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const attnscope::v1::AnalyzeOptions& op
 // `max_bytes` (0: no limit).
 absl::Status CheckAttentionBytes(const StreamOptions& stream, int64_t num_tokens,
                                  int64_t max_bytes);
+
+// Everything an Analyze request asks for, checked and resolved in one place:
+// threshold (finite), sink_epsilon (in [0, 1]), template, query_block_size
+// (>= 0), precision (the server's default when unset), attention layers and
+// heads (within the model), the attention dtype, and the limit its prompt
+// must then meet.
+struct AnalyzePlan {
+  engine::AnalysisSettings settings;
+  StreamOptions stream;
+  int64_t max_attention_bytes = 0;
+
+  // What is left to check once the prompt is tokenized: the attention bytes
+  // of `num_tokens` (CheckAttentionBytes).
+  absl::Status CheckPromptLength(int64_t num_tokens) const {
+    return CheckAttentionBytes(stream, num_tokens, max_attention_bytes);
+  }
+};
+absl::StatusOr<AnalyzePlan> PlanAnalysis(const attnscope::v1::AnalyzeOptions& options,
+                                         const engine::ModelBundle& bundle,
+                                         const std::string& model_name,
+                                         const AnalyzeLimits& limits);
 
 // InvalidArgument naming max_new_tokens, the value, the limit and
 // --max-new-tokens when `max_new_tokens` is over `limit` (0: no limit).

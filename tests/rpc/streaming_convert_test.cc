@@ -192,24 +192,53 @@ TEST(ProtoConvertTest, GeneratedTokensAndModelsRoundTrip) {
   EXPECT_FALSE(m.has_tokenizer);
 }
 
+AnalyzeLimits Limits() {
+  AnalyzeLimits limits;
+  limits.chunk_bytes = 4096;
+  return limits;
+}
+
+// The plan holds the precision (the server's default when the request names
+// none) and checks the tokenized prompt against the attention limit.
+TEST(RequestValidationTest, PlansPrecisionAndThePromptsLimit) {
+  v1::AnalyzeOptions options;
+  AnalyzeLimits limits = Limits();
+  limits.default_precision = model::Precision::kBfloat16;
+  limits.max_attention_bytes = 4 * 3 * 4 * 10 * 10;  // all 3 layers x 4 heads at T = 10
+  auto plan = PlanAnalysis(options, Fixture(), "fx", limits);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->settings.precision, model::Precision::kBfloat16);
+  EXPECT_TRUE(plan->CheckPromptLength(1000).ok()) << "no attention asked";
+  options.set_precision("float32");
+  options.set_return_attention(true);
+  plan = PlanAnalysis(options, Fixture(), "fx", limits);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->settings.precision, model::Precision::kFloat32);
+  EXPECT_TRUE(plan->CheckPromptLength(10).ok());
+  EXPECT_THAT(plan->CheckPromptLength(11).message(), HasSubstr("--max-attention-bytes"));
+  options.set_precision("fp8");
+  EXPECT_THAT(PlanAnalysis(options, Fixture(), "fx", limits).status().message(),
+              HasSubstr("options.precision"));
+}
+
 TEST(RequestValidationTest, PlansAttentionSelections) {
   v1::AnalyzeOptions options;
   options.set_return_attention(true);
   options.add_attention_layers(2);
   options.set_attention_dtype(v1::TENSOR_DTYPE_FLOAT16);
-  auto plan = PlanAnalysis(options, Fixture(), "fx", 4096);
+  auto plan = PlanAnalysis(options, Fixture(), "fx", Limits());
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->stream.attention_layers, (std::vector<bool>{false, false, true}));
   EXPECT_EQ(plan->stream.attention_heads, (std::vector<bool>{true, true, true, true}));
   EXPECT_EQ(plan->stream.dtype, v1::TENSOR_DTYPE_FLOAT16);
   EXPECT_EQ(plan->stream.chunk_bytes, 4096);
   options.add_attention_heads(4);
-  EXPECT_THAT(PlanAnalysis(options, Fixture(), "fx", 4096).status().message(),
+  EXPECT_THAT(PlanAnalysis(options, Fixture(), "fx", Limits()).status().message(),
               HasSubstr("options.attention_heads[0]: head 4 is outside [0, 4) of model 'fx'"));
   // Without return_attention nothing is streamed (but indices still checked).
   v1::AnalyzeOptions none;
   none.add_attention_layers(1);
-  EXPECT_TRUE(PlanAnalysis(none, Fixture(), "fx", 4096)->stream.attention_layers.empty());
+  EXPECT_TRUE(PlanAnalysis(none, Fixture(), "fx", Limits())->stream.attention_layers.empty());
 }
 
 TEST(RequestValidationTest, ResolvesPromptsWithinTheLimits) {
