@@ -72,6 +72,8 @@ top predictions (see service/analysis/definitions.md).
   --top N            next-token section: only the N positions whose next
                      token was most surprising (default: all)
   --threshold X      z-score above which a token is a sink (default 6.0)
+  --sink-epsilon E   Sink-epsilon's cut: the share of heads whose
+                     first-token importance exceeds E (default 0.3)
   --template T       structural positions: none, chatml, chat or auto
                      (default: chat for --chat, else chatml if the text has
                      <|im_start|>, else none)
@@ -118,9 +120,9 @@ absl::Status CheckOutputPaths(const Flags& flags) {
 
 absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   AnalyzeArgs a;
-  std::vector<FlagSpec> specs = WithPromptFlags(
-      {{"model"}, {"json", false}, {"threshold"}, {"template"}, {"block-size"}, {"threads"},
-       {"color"}, {"top"}, {"deadline"}, {"precision"}, {"device"}});
+  std::vector<FlagSpec> specs =
+      WithPromptFlags({{"model"}, {"json", false}, {"color"}, {"top"}, {"deadline"}});
+  for (FlagSpec& spec : AnalysisSettingsFlagSpecs()) specs.push_back(std::move(spec));
   for (FlagSpec& spec : TensorOutputFlagSpecs()) specs.push_back(std::move(spec));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.flags, Flags::Parse(args, specs));
   ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
@@ -129,20 +131,8 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t top, a.flags.GetInt("top", 0, 0, 1 << 24));
   a.top = static_cast<int>(top);
   ATTNSCOPE_ASSIGN_OR_RETURN(a.deadline, ParseDeadline(a.flags));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.settings, ParseAnalysisSettings(a.flags));
   a.settings.should_stop = LocalDeadline(a.deadline);
-  ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.threshold, a.flags.GetDouble("threshold", 6.0));
-  if (!(a.settings.threshold > 0) || !std::isfinite(a.settings.threshold)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--threshold must be a positive z-score (default 6.0), got '", a.flags.Get("threshold"),
-        "'"));
-  }
-  ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.structure,
-                             analysis::ParseTemplate(a.flags.Get("template", "auto")));
-  ATTNSCOPE_ASSIGN_OR_RETURN(a.settings.query_block_size,
-                             a.flags.GetInt("block-size", 0, 0, int64_t{1} << 30));
-  ATTNSCOPE_RETURN_IF_ERROR(a.flags.GetInt("threads", 0, 1, 1024).status());
-  ATTNSCOPE_ASSIGN_OR_RETURN(const model::Precision precision, ParseComputeFlags(a.flags));
-  if (a.flags.Has("precision")) a.settings.precision = precision;
   ATTNSCOPE_ASSIGN_OR_RETURN(a.color, ParseColorFlag(a.flags));
   return a;
 }

@@ -69,5 +69,30 @@ TEST(SinkEpsilonCliTest, AnalyzeJsonMatchesTheExportedAttentions) {
             << " heads with alpha > 0.3; max |diff| " << worst << "\n";
 }
 
+// --sink-epsilon moves the cut: sink_eps is then the share of the same
+// alphas above it; outside [0, 1] it is a usage error.
+TEST(SinkEpsilonCliTest, AnalyzeTakesTheCutFromTheFlag) {
+  const testing::CliResult r = RunCli({"analyze", "--text", kPrompt, "--json", "--sink-epsilon", "0.12"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json stats = json::parse(r.out);
+  EXPECT_EQ(stats["sink_epsilon"].get<double>(), 0.12);
+  int above = 0, heads = 0;
+  for (const json& layer : stats["first_token_importance"]) {
+    for (const json& alpha : layer) {
+      ASSERT_TRUE(alpha.is_number());
+      ASSERT_FALSE(test::AbsDiff(alpha.get<double>(), 0.12) < 1e-6) << "a head sits on the cut";
+      above += alpha.get<double>() > 0.12;
+      ++heads;
+    }
+  }
+  ASSERT_GT(heads, 0);
+  EXPECT_EQ(stats["sink_eps"].get<double>(), static_cast<double>(above) / heads);
+  for (const char* bad : {"1.5", "-0.1", "nan"}) {
+    const testing::CliResult refused = RunCli({"analyze", "--text", "hi", "--sink-epsilon", bad});
+    EXPECT_EQ(refused.exit_code, 2) << bad;
+    EXPECT_NE(refused.err.find("--sink-epsilon"), std::string::npos) << refused.err;
+  }
+}
+
 }  // namespace
 }  // namespace attnscope
