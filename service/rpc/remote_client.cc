@@ -115,6 +115,7 @@ void AppendLayer(const v1::LayerStats& l, analysis::HeadStats* h) {
   };
   h->sink_score.push_back(row(l.sink_score()));
   h->first_token_mass.push_back(row(l.first_token_mass()));
+  h->first_token_importance.push_back(row(l.first_token_importance()));
   h->attention_entropy.push_back(row(l.attention_entropy()));
   h->prev_token_score.push_back(row(l.prev_token_score()));
   if (l.value_weighted_first_token_share_size() > 0) {
