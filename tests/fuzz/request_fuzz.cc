@@ -75,7 +75,7 @@ void CheckPrompt(const engine::Prompt& prompt, const model::ModelConfig& config)
 
 void CheckAnalyze(const v1::AnalyzeRequest& request, const engine::ModelBundle& bundle) {
   const model::ModelConfig& config = bundle.config();
-  auto plan = rpc::PlanAnalysis(request.options(), bundle, "tiny-gpt2", 1 << 20);
+  auto plan = rpc::PlanAnalysis(request.options(), bundle, "tiny-gpt2", rpc::AnalyzeLimits{});
   if (plan.ok() && request.options().return_attention()) {
     FUZZ_CHECK(static_cast<int64_t>(plan->stream.attention_layers.size()) == config.num_layers,
                "layers");
