@@ -67,9 +67,9 @@ QVariant SinkGridModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole:
       return m_labelled ? QVariant(QString::number(score, 'f', 2)) : QVariant();
     case Qt::BackgroundRole:
-      return heatColor(score);
+      return cellColor(*layer, index.column());
     case Qt::ForegroundRole:
-      return textColorOn(heatColor(score));
+      return textColorOn(cellColor(*layer, index.column()));
     case Qt::TextAlignmentRole:
       return Qt::AlignCenter;
     case Qt::ToolTipRole:
@@ -98,6 +98,35 @@ void SinkGridModel::setLabelled(bool labelled) {
   }
   if (m_columns > 0) Q_EMIT headerDataChanged(Qt::Horizontal, 0, m_columns - 1);
   if (m_rows > 0) Q_EMIT headerDataChanged(Qt::Vertical, 0, m_rows - 1);
+}
+
+QColor SinkGridModel::cellColor(const attnscope::v1::LayerStats& layer, int head) const {
+  const double score = layer.sink_score(head);
+  if (!m_rowNormalised) return m_scale.color(score);
+  double peak = 0.0;
+  for (const double s : layer.sink_score()) {
+    if (s > peak) peak = s;  // NaN never wins
+  }
+  return m_scale.color(normalisedByRow(score, peak));
+}
+
+void SinkGridModel::colorsChanged() {
+  if (m_rows > 0 && m_columns > 0) {
+    Q_EMIT dataChanged(index(0, 0), index(m_rows - 1, m_columns - 1),
+                       {Qt::BackgroundRole, Qt::ForegroundRole});
+  }
+}
+
+void SinkGridModel::setScale(HeatScaleKind kind) {
+  if (kind == m_scale.kind()) return;
+  m_scale = HeatScale(kind);
+  colorsChanged();
+}
+
+void SinkGridModel::setRowNormalised(bool normalised) {
+  if (normalised == m_rowNormalised) return;
+  m_rowNormalised = normalised;
+  colorsChanged();
 }
 
 void SinkGridModel::setHeadLabelStep(int step) {

@@ -23,6 +23,9 @@ class ColorBar : public QWidget {
   QString caption() const { return m_caption; }
   // The tick labels shown, low to high (e.g. "1e-4" ... "1" on a log scale).
   QStringList tickLabels() const;
+  // The caption as drawn at the current width: whole unless the bar would
+  // be left narrower than a few ticks, then elided.
+  QString shownCaption() const;
 
   QSize sizeHint() const override;
   QSize minimumSizeHint() const override;
@@ -31,6 +34,9 @@ class ColorBar : public QWidget {
   void paintEvent(QPaintEvent* event) override;
 
  private:
+  int captionWidth() const;
+  int tickMargin() const;
+
   HeatScale m_scale;
   QString m_caption;
 };

@@ -10,6 +10,13 @@
 #include <QVBoxLayout>
 
 namespace attnscope::dashboard {
+namespace {
+
+// Model names as long as real ones ("Qwen2.5-0.5B-Instruct" and more) are
+// elided past this many characters, in the column and in the filter combo.
+constexpr int kMaxModelChars = 18;
+
+}  // namespace
 
 FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
     : QWidget(parent),
@@ -32,7 +39,8 @@ FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
   m_follow->setObjectName(QStringLiteral("followLatestCheck"));
   m_follow->setToolTip(tr("Show each request as it finishes"));
   m_models->addItem(tr("All models"), QString());
-  m_models->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  m_models->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  m_models->setMinimumContentsLength(kMaxModelChars / 2);
   m_filter->setPlaceholderText(tr("Filter prompts (Ctrl+L)"));
   m_filter->setClearButtonEnabled(true);
   m_proxy->setSourceModel(feed);
@@ -55,6 +63,8 @@ FeedPanel::FeedPanel(FeedModel* feed, QWidget* parent)
   connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           &FeedPanel::onCurrentChanged);
   connect(m_proxy, &QAbstractItemModel::rowsInserted, this, &FeedPanel::updateCount);
+  connect(m_proxy, &QAbstractItemModel::rowsInserted, this, &FeedPanel::fitModelColumn);
+  connect(m_proxy, &QAbstractItemModel::modelReset, this, &FeedPanel::fitModelColumn);
   connect(m_proxy, &QAbstractItemModel::rowsRemoved, this, &FeedPanel::updateCount);
   connect(m_proxy, &QAbstractItemModel::modelReset, this, &FeedPanel::updateCount);
   connect(m_proxy, &QAbstractItemModel::layoutChanged, this, &FeedPanel::updateCount);
@@ -73,12 +83,27 @@ void FeedPanel::setUpTable() {
   QHeaderView* header = m_table->horizontalHeader();
   header->setSectionResizeMode(QHeaderView::ResizeToContents);
   header->setSectionResizeMode(FeedModel::Prompt, QHeaderView::Stretch);
+  header->setSectionResizeMode(FeedModel::Model, QHeaderView::Interactive);
   m_table->setColumnHidden(FeedModel::Replica, true);
+  fitModelColumn();
+}
+
+void FeedPanel::fitModelColumn() {
+  QHeaderView* header = m_table->horizontalHeader();
+  const int widest = m_table->fontMetrics().averageCharWidth() * kMaxModelChars;
+  const QFontMetrics metrics = m_table->fontMetrics();
+  int wanted = header->sectionSizeHint(FeedModel::Model);
+  for (int row = 0; row < m_proxy->rowCount() && wanted < widest; ++row) {
+    const QString name = m_proxy->index(row, FeedModel::Model).data().toString();
+    wanted = qMax(wanted, metrics.horizontalAdvance(name) + 2 * metrics.averageCharWidth());
+  }
+  header->resizeSection(FeedModel::Model, qMin(wanted, widest));
 }
 
 void FeedPanel::addModelName(const QString& model) {
   if (model.isEmpty() || m_models->findData(model) >= 0) return;
   m_models->addItem(model, model);
+  m_models->setItemData(m_models->count() - 1, model, Qt::ToolTipRole);
 }
 
 void FeedPanel::setDropped(quint64 dropped) {

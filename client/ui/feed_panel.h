@@ -51,6 +51,9 @@ class FeedPanel : public QWidget {
 
  private:
   void setUpTable();
+  // The Model column as wide as its names up to kMaxModelChars characters;
+  // longer names are elided (the row's tooltip has them whole).
+  void fitModelColumn();
   void onCurrentChanged(const QModelIndex& current);
   void updateCount();
 

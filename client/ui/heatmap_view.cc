@@ -109,6 +109,22 @@ void HeatmapView::resizeCells() {
   verticalHeader()->viewport()->update();
 }
 
+void HeatmapView::resizeEvent(QResizeEvent* event) {
+  fitAxes();
+  QTableView::resizeEvent(event);
+}
+
+void HeatmapView::fitAxes() {
+  const int floor = 3 * fontMetrics().height();
+  const int keyHeight = qMax(floor, height() / 4);
+  const int queryWidth = qMax(floor, width() / 4);
+  if (keyAxis()->maximumHeight() != keyHeight || queryAxis()->maximumWidth() != queryWidth) {
+    keyAxis()->setMaximumHeight(keyHeight);
+    queryAxis()->setMaximumWidth(queryWidth);
+    updateGeometries();
+  }
+}
+
 void HeatmapView::hoverRow(int row) {
   if (m_model != nullptr) m_model->setHighlightedRow(row);
 }

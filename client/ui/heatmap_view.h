@@ -37,8 +37,13 @@ class HeatmapView : public QTableView {
   void leaveEvent(QEvent* event) override;
   void wheelEvent(QWheelEvent* event) override;
   void keyPressEvent(QKeyEvent* event) override;
+  // The token axes take at most a quarter of the view each way (at least
+  // three lines), so that a short panel on a 720-px screen keeps room for
+  // the cells; labels are elided to what fits.
+  void resizeEvent(QResizeEvent* event) override;
 
  private:
+  void fitAxes();
   void resizeCells();
   void hoverRow(int row);
 

@@ -23,14 +23,6 @@ namespace v1 = attnscope::v1;
 
 constexpr int kMaxRememberedPrompts = 100;
 
-void setChat(const ChatInput& chat, v1::Conversation* conversation) {
-  for (const ChatMessageInput& m : chat.messages) {
-    v1::ChatMessage* message = conversation->add_messages();
-    message->set_role(m.role.toStdString());
-    message->set_content(m.content.toStdString());
-  }
-  conversation->set_add_generation_prompt(chat.addGenerationPrompt);
-}
 constexpr int kStatusMessageMs = 8000;
 
 // 1600 x 1000, or the screen's available area less room for the window's
@@ -80,7 +72,8 @@ MainWindow::MainWindow(const QString& server, ConnectionOptions options, QWidget
     : QMainWindow(parent),
       m_connection(new Connection(withStoredSecurity(options))),
       m_feed(new FeedModel(this)),
-      m_analysis(new PromptAnalysis(this)) {
+      m_analysis(new PromptAnalysis(this)),
+      m_controller(new DashboardController(this)) {
   setObjectName(QStringLiteral("mainWindow"));
   setWindowTitle(tr("attnscope dashboard"));
   m_connectionThread.setObjectName(QStringLiteral("attnscope-connection"));
@@ -90,6 +83,7 @@ MainWindow::MainWindow(const QString& server, ConnectionOptions options, QWidget
   buildLayout();
   buildActions();
   wireConnection();
+  wireController();
   restoreSettings();
   // Given explicitly (the command line, a test): remembered like a choice
   // made in Settings.
@@ -147,7 +141,7 @@ void MainWindow::buildLayout() {
   m_evictionRedraw->setInterval(100);
   connect(m_evictionRedraw, &QTimer::timeout, this, [this] {
     redrawEviction();
-    if (m_evictionTag != 0) m_sendPanel->setStatus(evictionProgressText());
+    if (m_controller->evictionRunning()) m_sendPanel->setStatus(evictionProgressText());
   });
   m_trendChart = new TrendChart;
   m_leftSplitter = new QSplitter(Qt::Vertical);
@@ -268,22 +262,18 @@ void MainWindow::onRequestSelected(const FeedRow& row) {
     return;
   }
   showPromptTab();
-  m_generateTag = 0;
-  m_generation.clear();
-  m_feedTokens = row.rpc == QLatin1String("Generate") ? row.tokens : QVector<FeedToken>();
-  m_feedPromptTokens = row.promptTokens;
-  m_waitingRequestId = 0;
+  m_controller->beginShowing();
+  if (row.rpc == QLatin1String("Generate")) m_controller->setFeedTokens(row.tokens, row.promptTokens);
   const QString text = row.promptPreview.isEmpty() ? QString() : fullPromptFor(row);
   if (row.state == FeedRow::State::Running) {
-    leaveShown();
+    m_controller->leaveShown();
     m_analysis->reset(text, row.model);
-    m_waitingSession = row.session;
-    m_waitingRequestId = row.requestId;
+    m_controller->waitFor(row.session, row.requestId);
     m_promptView->setNote(tr("Still running: shown when it finishes."));
     return;
   }
   if (row.state != FeedRow::State::Finished) {
-    leaveShown();
+    m_controller->leaveShown();
     m_analysis->reset(text, row.model);
     m_analysis->markFailed(row.state == FeedRow::State::Lost
                                ? tr("the connection was lost before it finished")
@@ -300,7 +290,8 @@ void MainWindow::onRequestSelected(const FeedRow& row) {
   }
   // A generation (or a row too old to keep its details): the dashboard
   // analyzes its exact token ids itself, with the row's options.
-  startAnalysis(text, row.model, row.promptIds, row.options, v1::REQUEST_ORIGIN_DASHBOARD);
+  startAnalysis(row.model, PromptInput{text, row.promptIds, {}}, row.options,
+                v1::REQUEST_ORIGIN_DASHBOARD, false);
 }
 
 void MainWindow::onFeedRequestFinished(int index) {
@@ -309,8 +300,7 @@ void MainWindow::onFeedRequestFinished(int index) {
   if (m_trends.add(*row)) m_trendChart->setTrends(m_trends.points());
   if (m_feedPanel->isFollowing()) {
     m_feedPanel->onRequestFinished(index);
-  } else if (m_waitingRequestId != 0 && row->session == m_waitingSession &&
-             row->requestId == m_waitingRequestId) {
+  } else if (m_controller->isWaitingFor(row->session, row->requestId)) {
     onRequestSelected(*row);
   }
 }
@@ -333,68 +323,43 @@ void MainWindow::onSend(const SendRequest& request) {
 
 void MainWindow::analyzeChat(const ChatInput& chat, const QString& model) {
   showPromptTab();
-  m_generateTag = 0;
-  m_generation.clear();
-  m_feedTokens.clear();
-  m_waitingRequestId = 0;
-  startAnalysis(chatPreview(chat.messages), model, {}, v1::AnalyzeOptions(),
-                v1::REQUEST_ORIGIN_UNSPECIFIED, chat);
-  m_analyzeIsUsers = true;
+  m_controller->beginShowing();
+  startAnalysis(model, PromptInput{chatPreview(chat.messages), {}, chat}, v1::AnalyzeOptions(),
+                v1::REQUEST_ORIGIN_UNSPECIFIED, true);
 }
 
 void MainWindow::analyzePrompt(const QString& text, const QString& model,
                                const QVector<qint64>& ids) {
   showPromptTab();
-  m_generateTag = 0;
-  m_generation.clear();
-  m_feedTokens.clear();
-  m_waitingRequestId = 0;
+  m_controller->beginShowing();
   if (ids.isEmpty()) rememberSent(text);
-  startAnalysis(ids.isEmpty() ? text : QString(), model, ids, v1::AnalyzeOptions(),
-                v1::REQUEST_ORIGIN_UNSPECIFIED);
-  m_analyzeIsUsers = true;
+  startAnalysis(model, PromptInput{ids.isEmpty() ? text : QString(), ids, {}},
+                v1::AnalyzeOptions(), v1::REQUEST_ORIGIN_UNSPECIFIED, true);
 }
 
 void MainWindow::generateFromPrompt(const QString& text, const QString& model, int maxNewTokens,
                                     const QVector<qint64>& ids, const ChatInput& chat) {
   showPromptTab();
-  m_generation.clear();
-  m_feedTokens.clear();
-  m_waitingRequestId = 0;
+  m_controller->beginShowing();
   const bool isChat = ids.isEmpty() && !chat.isEmpty();
   if (ids.isEmpty() && !isChat) rememberSent(text);
-  // The prompt's own analysis is the dashboard's: the user asked to generate.
-  startAnalysis(isChat ? chatPreview(chat.messages) : ids.isEmpty() ? text : QString(), model, ids,
-                v1::AnalyzeOptions(), v1::REQUEST_ORIGIN_DASHBOARD,
-                isChat ? chat : ChatInput());
-  m_analyzeIsUsers = true;  // its progress and errors go to the send panel
-  v1::GenerateRequest request;
-  request.set_model(model.toStdString());
-  if (!ids.isEmpty()) {
-    for (const qint64 id : ids) request.mutable_ids()->add_ids(id);
-  } else if (isChat) {
-    setChat(chat, request.mutable_chat());
-  } else {
-    request.set_text(text.toStdString());
-  }
-  request.set_max_new_tokens(maxNewTokens);
-  const quint64 tag = ++m_nextTag;
-  m_generateTag = tag;
-  Connection* connection = m_connection;
-  QMetaObject::invokeMethod(
-      connection, [connection, tag, request] { connection->generate(tag, request); },
-      Qt::QueuedConnection);
+  const PromptInput input{isChat ? chatPreview(chat.messages) : ids.isEmpty() ? text : QString(),
+                          ids, isChat ? chat : ChatInput()};
+  // The prompt's own analysis is the dashboard's (the user asked to
+  // generate), but its progress and errors go to the send panel.
+  startAnalysis(model, input, v1::AnalyzeOptions(), v1::REQUEST_ORIGIN_DASHBOARD, true);
+  m_controller->generate(model, PromptInput{text, ids, isChat ? chat : ChatInput()},
+                         maxNewTokens);
 }
 
 void MainWindow::reanalyze() {
   if (!m_analysis->hasTokens() && m_analysis->promptText().isEmpty()) return;
   showPromptTab();
-  const QString text = m_analysis->promptText();
   // A chat again as a chat: as ids it would lose its template's structure.
-  const ChatInput chat = m_shownChat;
-  startAnalysis(text, m_analysis->model(), chat.isEmpty() ? m_shownIds : QVector<qint64>(),
-                m_shownOptions, v1::REQUEST_ORIGIN_UNSPECIFIED, chat);
-  m_analyzeIsUsers = true;
+  const ChatInput chat = m_controller->shownChat();
+  const QVector<qint64> ids = chat.isEmpty() ? m_controller->shownIds() : QVector<qint64>();
+  startAnalysis(m_analysis->model(), PromptInput{m_analysis->promptText(), ids, chat},
+                m_controller->shownOptions(), v1::REQUEST_ORIGIN_UNSPECIFIED, true);
 }
 
 void MainWindow::rememberSent(const QString& text) {
@@ -403,59 +368,61 @@ void MainWindow::rememberSent(const QString& text) {
   while (m_sentPrompts.size() > kMaxRememberedPrompts) m_sentPrompts.removeLast();
 }
 
-void MainWindow::startAnalysis(const QString& text, const QString& model,
-                               const QVector<qint64>& ids, const v1::AnalyzeOptions& options,
-                               v1::RequestOrigin origin, const ChatInput& chat) {
-  // A previous analysis the dashboard made for itself is no longer needed;
-  // a user's own send runs on (it is in the feed) but is no longer shown.
-  if (!m_analyzeIsUsers) cancelCall(m_analyzeTag);
-  cancelCall(m_attentionTag);
-  const quint64 tag = ++m_nextTag;
-  m_analyzeTag = tag;
-  m_analyzeIsUsers = false;
-  m_analysis->reset(text.isEmpty() && !ids.isEmpty() ? tr("(%n token ids)", "", ids.size()) : text,
+void MainWindow::startAnalysis(const QString& model, const PromptInput& input,
+                               const v1::AnalyzeOptions& options, v1::RequestOrigin origin,
+                               bool usersSend) {
+  m_analysis->reset(input.text.isEmpty() && !input.ids.isEmpty()
+                        ? tr("(%n token ids)", "", input.ids.size())
+                        : input.text,
                     model);
   m_entropy.clear();
-  m_shownIds = ids;
-  m_shownChat = ids.isEmpty() ? chat : ChatInput();
-  m_shownModel = model;
-  m_shownOptions = options;
-  v1::AnalyzeRequest request;
-  request.set_model(model.toStdString());
-  if (!ids.isEmpty()) {
-    for (const qint64 id : ids) request.mutable_ids()->add_ids(id);
-  } else if (!chat.isEmpty()) {
-    setChat(chat, request.mutable_chat());
-  } else {
-    request.set_text(text.toStdString());
-  }
-  *request.mutable_options() = options;
-  // Heads are fetched one at a time, on demand.
-  request.mutable_options()->set_return_attention(false);
-  request.mutable_options()->clear_attention_layers();
-  request.mutable_options()->clear_attention_heads();
-  request.set_origin(origin);
+  m_controller->analyze(model, input, options, origin, usersSend);
+}
+
+void MainWindow::wireController() {
   Connection* connection = m_connection;
-  QMetaObject::invokeMethod(
-      connection, [connection, tag, request] { connection->analyze(tag, request); },
-      Qt::QueuedConnection);
+  connect(m_controller, &DashboardController::analyzeRequested, this,
+          [connection](quint64 tag, const v1::AnalyzeRequest& request) {
+            QMetaObject::invokeMethod(
+                connection, [connection, tag, request] { connection->analyze(tag, request); },
+                Qt::QueuedConnection);
+          });
+  connect(m_controller, &DashboardController::generateRequested, this,
+          [connection](quint64 tag, const v1::GenerateRequest& request) {
+            QMetaObject::invokeMethod(
+                connection, [connection, tag, request] { connection->generate(tag, request); },
+                Qt::QueuedConnection);
+          });
+  connect(m_controller, &DashboardController::evictionRequested, this,
+          [connection](quint64 tag, const v1::EvaluateEvictionRequest& request) {
+            QMetaObject::invokeMethod(
+                connection,
+                [connection, tag, request] { connection->evaluateEviction(tag, request); },
+                Qt::QueuedConnection);
+          });
+  connect(m_controller, &DashboardController::cancelRequested, this, [connection](quint64 tag) {
+    QMetaObject::invokeMethod(
+        connection, [connection, tag] { connection->cancel(tag); }, Qt::QueuedConnection);
+  });
 }
 
 void MainWindow::onAnalyzeEvent(quint64 tag, const v1::AnalyzeEvent& event) {
-  if (tag != 0 && tag == m_attentionTag) {
+  const DashboardController::Call call = m_controller->callOf(tag);
+  if (call == DashboardController::Call::Attention) {
     onAttentionEvent(event);
     return;
   }
-  if (tag != m_analyzeTag) return;  // a request the user has moved on from
+  if (call != DashboardController::Call::Analyze) return;  // the user has moved on
   m_analysis->addEvent(event);
   if (event.has_tokens()) {
-    m_shownIds = QVector<qint64>(event.tokens().ids().begin(), event.tokens().ids().end());
-    if (m_analyzeIsUsers)
+    m_controller->setShownIds(
+        QVector<qint64>(event.tokens().ids().begin(), event.tokens().ids().end()));
+    if (m_controller->analyzeIsUsers())
       m_sendPanel->setStatus(tr("analyzing %n token(s)…", "", event.tokens().ids_size()));
   }
   if (event.has_summary()) {
     rebuildEntropy();
-    if (m_analyzeIsUsers) {
+    if (m_controller->analyzeIsUsers()) {
       m_sendPanel->setStatus(tr("done: %n token(s), health %1", "", m_analysis->tokenCount())
                                  .arg(event.summary().health(), 0, 'f', 1));
     }
@@ -464,38 +431,41 @@ void MainWindow::onAnalyzeEvent(quint64 tag, const v1::AnalyzeEvent& event) {
 }
 
 void MainWindow::onAnalyzeFinished(quint64 tag, bool ok, const QString& error) {
-  if (tag != 0 && tag == m_attentionTag) {
-    m_attentionTag = 0;
+  const DashboardController::Call call = m_controller->callOf(tag);
+  if (call == DashboardController::Call::Attention) {
+    m_controller->finished(tag);
     if (!ok && !error.startsWith(QLatin1String("CANCELLED"))) {
       m_promptView->setNote(tr("Fetching head L%1 H%2 failed: %3")
-                                .arg(m_attentionHead.first)
-                                .arg(m_attentionHead.second)
+                                .arg(m_controller->fetchedHead().first)
+                                .arg(m_controller->fetchedHead().second)
                                 .arg(error),
                             true);
     }
     return;
   }
-  if (tag != m_analyzeTag || ok) return;
+  if (call != DashboardController::Call::Analyze || ok) return;
   m_analysis->markFailed(error);
   m_promptView->setNote(tr("Analyze failed: %1").arg(error), true);
-  if (m_analyzeIsUsers) m_sendPanel->setStatus(tr("Analyze failed: %1").arg(error), true);
+  if (m_controller->analyzeIsUsers())
+    m_sendPanel->setStatus(tr("Analyze failed: %1").arg(error), true);
 }
 
 void MainWindow::onGenerateEvent(quint64 tag, const v1::GenerateEvent& event) {
-  if (tag != m_generateTag) return;
+  if (m_controller->callOf(tag) != DashboardController::Call::Generate) return;
   QString error;
-  if (!m_generation.addEvent(event, &error)) {
+  if (!m_controller->generation().addEvent(event, &error)) {
     m_promptView->setNote(tr("Generate: %1").arg(error), true);
     return;
   }
-  m_promptView->setNote(tr("Generated: %1").arg(m_generation.text()));
+  m_promptView->setNote(tr("Generated: %1").arg(m_controller->generation().text()));
   if (event.has_token()) rebuildEntropy();
 }
 
 void MainWindow::onGenerateFinished(quint64 tag, bool ok, const QString& error) {
-  if (tag != m_generateTag) return;
+  if (m_controller->callOf(tag) != DashboardController::Call::Generate) return;
   if (ok) {
-    m_sendPanel->setStatus(tr("generated %n token(s)", "", m_generation.tokens().size()));
+    m_sendPanel->setStatus(
+        tr("generated %n token(s)", "", m_controller->generation().tokens().size()));
     return;
   }
   m_promptView->setNote(tr("Generate failed: %1").arg(error), true);
@@ -503,28 +473,7 @@ void MainWindow::onGenerateFinished(quint64 tag, bool ok, const QString& error) 
 }
 
 void MainWindow::rebuildEntropy() {
-  m_entropy.clear();
-  const v1::Summary* summary = m_analysis->summary();
-  const int tokens = m_analysis->tokenCount();
-  if (summary != nullptr && summary->next_token_entropy_normalized_size() == tokens &&
-      summary->next_token_entropy_nats_size() == tokens) {
-    QStringList texts;
-    for (int i = 0; i < tokens; ++i) texts << m_analysis->token(i).text;
-    m_entropy.setPrompt(texts,
-                        QVector<double>(summary->next_token_entropy_normalized().begin(),
-                                        summary->next_token_entropy_normalized().end()),
-                        QVector<double>(summary->next_token_entropy_nats().begin(),
-                                        summary->next_token_entropy_nats().end()));
-  }
-  // Generated tokens that do not line up with the prompt are left out.
-  for (const v1::GeneratedToken& t : m_generation.tokens()) {
-    m_entropy.appendGenerated(t.position(), QString::fromStdString(t.text()),
-                              t.entropy_normalized(), t.entropy_nats());
-  }
-  for (const FeedToken& t : m_feedTokens) {
-    m_entropy.appendGenerated(m_feedPromptTokens + t.index, t.text, t.entropyNormalized,
-                              t.entropyNats);
-  }
+  m_entropy = m_controller->entropy(*m_analysis);
   m_promptView->setEntropy(m_entropy);
 }
 

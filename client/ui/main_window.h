@@ -9,6 +9,7 @@
 #include <QThread>
 
 #include "client/connection/connection.h"
+#include "client/models/dashboard_controller.h"
 #include "client/models/entropy_series.h"
 #include "client/models/eviction_run.h"
 #include "client/models/feed_model.h"
@@ -84,7 +85,8 @@ class MainWindow : public QMainWindow {
   TrendChart* trendChart() const { return m_trendChart; }
   const RequestTrends& trends() const { return m_trends; }
   // Attention fetches this window has started (one per head shown).
-  int attentionFetches() const { return m_attentionFetches; }
+  int attentionFetches() const { return m_controller->headFetches(); }
+  DashboardController* controller() const { return m_controller; }
   ConnectionIndicator* connectionIndicator() const { return m_indicator; }
 
  public Q_SLOTS:
@@ -135,24 +137,20 @@ class MainWindow : public QMainWindow {
   void onGenerateFinished(quint64 tag, bool ok, const QString& error);
   void onSend(const SendRequest& request);
   void onFeedRequestFinished(int row);
-  // Analyzes `text`, or the token ids when given, or the chat when given
-  // (then `text` only labels it), with `options` (no attention: heads are
-  // fetched on demand).
-  void startAnalysis(const QString& text, const QString& model, const QVector<qint64>& ids,
+  // Shows `input` (text, else ids, else a chat labelled by its text) and
+  // analyzes it with `options` through the controller.
+  void startAnalysis(const QString& model, const PromptInput& input,
                      const attnscope::v1::AnalyzeOptions& options,
-                     attnscope::v1::RequestOrigin origin, const ChatInput& chat = {});
+                     attnscope::v1::RequestOrigin origin, bool usersSend);
+  // Sends what the controller asks for to the connection's thread.
+  void wireController();
 
   // main_window_detail.cc: what the prompt view shows, fetched on demand.
   // Shows a finished feed row from what the feed carried.
   void showFeedDetail(const FeedRow& row);
   // The heatmap shows (layer, head): fetch its weights unless present.
   void onHeadShown(int layer, int head);
-  void fetchAttention(int layer, int head);
   void onAttentionEvent(const attnscope::v1::AnalyzeEvent& event);
-  void cancelCall(quint64 tag);
-  // Stops showing the current prompt's requests: cancels the dashboard's own
-  // analysis and head fetch (a user's send runs on; it is in the feed).
-  void leaveShown();
   void rebuildEntropy();
   void rememberSent(const QString& text);
   QString fullPromptFor(const FeedRow& row) const;
@@ -181,10 +179,8 @@ class MainWindow : public QMainWindow {
   Connection* m_connection;
   FeedModel* m_feed;
   PromptAnalysis* m_analysis;
-  GenerationTrace m_generation;
+  DashboardController* m_controller;
   EntropySeries m_entropy;
-  QVector<FeedToken> m_feedTokens;  // generated tokens of the selected feed row
-  int m_feedPromptTokens = 0;
   FeedPanel* m_feedPanel = nullptr;
   SendPanel* m_sendPanel = nullptr;
   PromptView* m_promptView = nullptr;
@@ -201,14 +197,8 @@ class MainWindow : public QMainWindow {
   int m_subscriptions = 0;
   QStringList m_replicas;
   QHash<QString, int> m_replicaSubscriptions;
-  quint64 m_nextTag = 0;
-  quint64 m_analyzeTag = 0;
-  bool m_analyzeIsUsers = false;  // m_analyzeTag is a send from the send panel
-  quint64 m_generateTag = 0;
-  quint64 m_attentionTag = 0;
-  // The user's last EvaluateEviction send (0: none running) and whether the
-  // eviction view shows it (false once another row is picked; it runs on).
-  quint64 m_evictionTag = 0;
+  // Whether the eviction view shows the user's running send (false once
+  // another row is picked; it runs on).
   bool m_evictionLive = false;
   EvictionRun m_liveEviction;        // the send's events so far
   QStringList m_evictionPolicies;    // what it asked for, to know its feed row
@@ -216,16 +206,6 @@ class MainWindow : public QMainWindow {
   QString m_evictionModel;
   EvictionRun m_evictionRun;         // the run shown
   QTimer* m_evictionRedraw = nullptr;  // single shot: batches live redraws
-  QPair<int, int> m_attentionHead{-1, -1};
-  int m_attentionFetches = 0;
-  // The prompt shown: its exact token ids, model and options, for fetches.
-  QVector<qint64> m_shownIds;
-  ChatInput m_shownChat;  // the conversation shown, if it is one (F5 sends it again)
-  QString m_shownModel;
-  attnscope::v1::AnalyzeOptions m_shownOptions;
-  // A running feed row selected: show it when it ends (session, request id).
-  quint64 m_waitingSession = 0;
-  quint64 m_waitingRequestId = 0;
   QStringList m_sentPrompts;  // full texts sent from here, newest first
   bool m_shutDown = false;
   bool m_splittersRestored = false;

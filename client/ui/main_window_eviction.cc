@@ -36,23 +36,7 @@ void MainWindow::showEvictionTab() { m_detailTabs->setCurrentWidget(m_evictionVi
 void MainWindow::evaluateEviction(const QString& text, const QString& model,
                                   const QStringList& policies, const QString& positions,
                                   const QVector<qint64>& ids) {
-  // The prompt view's own requests are no longer needed; a previous
-  // eviction send runs on (it is in the feed) but is no longer drawn.
-  leaveShown();
-  m_waitingRequestId = 0;
   if (ids.isEmpty()) rememberSent(text);
-  v1::EvaluateEvictionRequest request;
-  request.set_model(model.toStdString());
-  if (!ids.isEmpty()) {
-    for (const qint64 id : ids) request.mutable_ids()->add_ids(id);
-  } else {
-    request.set_text(text.toStdString());
-  }
-  for (const QString& policy : policies) request.add_policies(policy.toStdString());
-  request.set_positions(positions.toStdString());
-  request.set_include_kept_positions(true);  // the kept-positions picture
-  const quint64 tag = ++m_nextTag;
-  m_evictionTag = tag;
   m_evictionLive = true;
   m_liveEviction = EvictionRun();
   m_evictionPolicies = policies;
@@ -62,14 +46,12 @@ void MainWindow::evaluateEviction(const QString& text, const QString& model,
   m_evictionView->setNote(tr("Evaluating %1…").arg(policies.join(QStringLiteral(", "))));
   redrawEviction();
   showEvictionTab();
-  Connection* connection = m_connection;
-  QMetaObject::invokeMethod(
-      connection, [connection, tag, request] { connection->evaluateEviction(tag, request); },
-      Qt::QueuedConnection);
+  m_controller->evaluateEviction(model, PromptInput{text, ids, {}}, policies, positions);
 }
 
 void MainWindow::onEvictionEvent(quint64 tag, const v1::EvaluateEvictionEvent& event) {
-  if (tag == 0 || tag != m_evictionTag) return;  // a send the user has moved on from
+  // A send the user has moved on from.
+  if (m_controller->callOf(tag) != DashboardController::Call::Eviction) return;
   m_liveEviction.addEvent(event);
   if (event.has_text()) {
     m_evictionIds = QVector<qint64>(event.text().ids().begin(), event.text().ids().end());
@@ -85,8 +67,8 @@ void MainWindow::onEvictionEvent(quint64 tag, const v1::EvaluateEvictionEvent& e
 }
 
 void MainWindow::onEvictionFinished(quint64 tag, bool ok, const QString& error) {
-  if (tag == 0 || tag != m_evictionTag) return;
-  m_evictionTag = 0;
+  if (m_controller->callOf(tag) != DashboardController::Call::Eviction) return;
+  m_controller->finished(tag);
   m_evictionRedraw->stop();
   if (ok) {
     redrawEviction();
@@ -124,12 +106,12 @@ void MainWindow::redrawEviction() {
 }
 
 void MainWindow::showEvictionRow(const FeedRow& row) {
-  leaveShown();
-  m_waitingRequestId = 0;
+  m_controller->leaveShown();
+  m_controller->stopWaiting();
   showEvictionTab();
   if (row.state == FeedRow::State::Running) {
     // The user's own send, still running: keep drawing it live.
-    if (m_evictionTag != 0 && row.evictionPolicies == m_evictionPolicies &&
+    if (m_controller->evictionRunning() && row.evictionPolicies == m_evictionPolicies &&
         (m_evictionIds.isEmpty() || row.promptIds == m_evictionIds)) {
       m_evictionLive = true;
       m_evictionView->setNote(tr("Evaluating %1…").arg(row.evictionPolicies.join(QStringLiteral(", "))));
@@ -139,8 +121,7 @@ void MainWindow::showEvictionRow(const FeedRow& row) {
     m_evictionLive = false;
     m_evictionRun = EvictionRun();
     m_evictionView->setRun(m_evictionRun);
-    m_waitingSession = row.session;
-    m_waitingRequestId = row.requestId;
+    m_controller->waitFor(row.session, row.requestId);
     m_evictionView->setNote(tr("Still running: shown when it finishes."));
     return;
   }

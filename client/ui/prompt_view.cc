@@ -59,7 +59,8 @@ PromptView::PromptView(QWidget* parent)
   m_charts->setSizes({500, 500});
   m_vertical->addWidget(m_grids);
   m_vertical->addWidget(m_charts);
-  m_vertical->setStretchFactor(0, 1);
+  // The heatmap and the grid first: on a 720-px screen they get two thirds.
+  m_vertical->setStretchFactor(0, 2);
   m_vertical->setStretchFactor(1, 1);
   m_vertical->setSizes({500, 400});
   auto* layout = new QVBoxLayout(this);
@@ -68,6 +69,7 @@ PromptView::PromptView(QWidget* parent)
   layout->addWidget(m_vertical, 1);
   connect(m_heatmap, &HeatmapModel::headChanged, this, &PromptView::updateHeatmapCaption);
   connect(m_heatmap, &HeatmapModel::headChanged, this, &PromptView::headShown);
+  updateColourScale();
 }
 
 QWidget* PromptView::buildHeatmapPanel() {
@@ -112,8 +114,7 @@ QWidget* PromptView::buildHeatmapPanel() {
     m_heatmap->setScale(HeatScaleKind(m_scaleCombo->currentData().toInt()));
   });
   connect(m_rowNormalise, &QCheckBox::toggled, m_heatmap, &HeatmapModel::setRowNormalised);
-  connect(m_heatmap, &HeatmapModel::scaleChanged, this, &PromptView::updateHeatmapLegend);
-  updateHeatmapLegend();
+  connect(m_heatmap, &HeatmapModel::scaleChanged, this, &PromptView::updateColourScale);
   const auto choose = [this] { m_heatmap->setHead(m_layer->value(), m_head->value()); };
   connect(m_layer, qOverload<int>(&QSpinBox::valueChanged), this, choose);
   connect(m_head, qOverload<int>(&QSpinBox::valueChanged), this, choose);
@@ -142,7 +143,6 @@ QWidget* PromptView::buildSinkGridPanel() {
   connect(m_sinkGrid, &QAbstractItemModel::modelReset, this, &PromptView::fitSinkGrid);
   m_sinkGridLegend = new ColorBar(box);
   m_sinkGridLegend->setObjectName(QStringLiteral("sinkGridLegend"));
-  m_sinkGridLegend->setCaption(tr("sink score"));
   auto* layout = new QVBoxLayout(box);
   layout->addWidget(m_sinkGridView);
   layout->addWidget(m_sinkGridLegend);
@@ -217,23 +217,34 @@ void PromptView::updateHeatmapCaption() {
   if (m_analysis != nullptr && m_analysis->tokenCount() > 0) {
     const attnscope::v1::LayerStats* stats = m_analysis->layer(m_heatmap->layer());
     const int head = m_heatmap->head();
-    caption = m_heatmap->hasWeights() ? tr("hover a row: what that token reads")
-                                      : tr("waiting for weights…");
+    // The hover hint is the caption's tooltip: on a small screen the
+    // caption keeps to a line or two above the heatmap.
+    caption = m_heatmap->hasWeights() ? QString() : tr("waiting for weights…");
+    m_heatmapCaption->setToolTip(m_heatmap->hasWeights()
+                                     ? tr("Hover a row of the heatmap: what that token reads")
+                                     : QString());
     if (stats != nullptr && head < stats->sink_score_size()) {
       caption =
-          tr("sink %1 · entropy %2 nats · prev-token %3 — %4")
+          tr("sink %1 · entropy %2 nats · prev-token %3%4")
               .arg(stats->sink_score(head), 0, 'f', 2)
               .arg(head < stats->attention_entropy_size() ? stats->attention_entropy(head) : 0.0, 0,
                    'f', 2)
               .arg(head < stats->prev_token_score_size() ? stats->prev_token_score(head) : 0.0, 0,
                    'f', 2)
-              .arg(caption);
+              .arg(caption.isEmpty() ? QString() : QStringLiteral(" — ") + caption);
     }
   }
   m_heatmapCaption->setText(caption);
 }
 
-void PromptView::updateHeatmapLegend() {
+void PromptView::updateColourScale() {
+  // One colour scale for both grids: the sink grid's small scores of long
+  // prompts show under √ and log as the heatmap's weights do.
+  m_sinkGrid->setScale(m_heatmap->scale());
+  m_sinkGrid->setRowNormalised(m_heatmap->isRowNormalised());
+  m_sinkGridLegend->setScale(m_heatmap->scale());
+  m_sinkGridLegend->setCaption(m_heatmap->isRowNormalised() ? tr("sink / layer peak")
+                                                            : tr("sink score"));
   m_heatmapLegend->setScale(m_heatmap->scale());
   m_heatmapLegend->setCaption(m_heatmap->isRowNormalised() ? tr("weight / row peak")
                                                            : tr("weight"));

@@ -73,7 +73,7 @@ class PromptView : public QWidget {
   QWidget* buildSinkGridPanel();
   void onLayerAdded();
   void updateHeatmapCaption();
-  void updateHeatmapLegend();
+  void updateColourScale();
 
   PromptAnalysis* m_analysis = nullptr;
   HeatmapModel* m_heatmap;

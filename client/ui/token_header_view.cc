@@ -58,28 +58,40 @@ void TokenHeaderView::paintEvent(QPaintEvent* event) {
     } else {
       painter.drawLine(viewport()->width() - kTickLength, centre, viewport()->width(), centre);
     }
-    paintLabel(&painter, logical, centre);
+    paintLabel(&painter, logical);
   }
 }
 
-void TokenHeaderView::paintLabel(QPainter* painter, int logicalIndex, int centre) const {
+QRect TokenHeaderView::labelRect(int logicalIndex) const {
+  const int line = QFontMetrics(sectionFont(logicalIndex)).height();
+  const int centre = sectionViewportPosition(logicalIndex) + sectionSize(logicalIndex) / 2;
+  if (orientation() == Qt::Horizontal) {
+    // Text runs upwards from above the tick.
+    const int left = qBound(0, centre - line / 2, qMax(0, viewport()->width() - line));
+    const int bottom = viewport()->height() - kTickLength - 2;
+    const int length = qMax(0, viewport()->height() - kTickLength - 6);
+    return QRect(left, bottom - length, line, length);
+  }
+  const int top = qBound(0, centre - line / 2, qMax(0, viewport()->height() - line));
+  return QRect(2, top, qMax(0, viewport()->width() - kTickLength - 6), line);
+}
+
+void TokenHeaderView::paintLabel(QPainter* painter, int logicalIndex) const {
   painter->save();
   const QVariant color = model()->headerData(logicalIndex, orientation(), Qt::ForegroundRole);
   painter->setPen(color.isValid() ? qvariant_cast<QColor>(color) : palette().windowText().color());
   painter->setFont(sectionFont(logicalIndex));
   const QString text = model()->headerData(logicalIndex, orientation()).toString();
-  const int line = painter->fontMetrics().height();
+  const QRect rect = labelRect(logicalIndex);
   if (orientation() == Qt::Horizontal) {
-    // Text runs upwards from the tick, centred on the section.
-    painter->translate(centre - line / 2, viewport()->height() - kTickLength - 2);
+    painter->translate(rect.left(), rect.bottom() + 1);
     painter->rotate(-90);
-    const QRect box(0, 0, viewport()->height() - kTickLength - 6, line);
+    const QRect box(0, 0, rect.height(), rect.width());
     painter->drawText(box, Qt::AlignLeft | Qt::AlignVCenter,
                       painter->fontMetrics().elidedText(text, Qt::ElideRight, box.width()));
   } else {
-    const QRect box(2, centre - line / 2, viewport()->width() - kTickLength - 6, line);
-    painter->drawText(box, Qt::AlignRight | Qt::AlignVCenter,
-                      painter->fontMetrics().elidedText(text, Qt::ElideRight, box.width()));
+    painter->drawText(rect, Qt::AlignRight | Qt::AlignVCenter,
+                      painter->fontMetrics().elidedText(text, Qt::ElideRight, rect.width()));
   }
   painter->restore();
 }

@@ -19,6 +19,10 @@ class TokenHeaderView : public QHeaderView {
 
   // Every labelStep()-th section is labelled at the current section size.
   int labelStep() const;
+  // Where section logicalIndex's label is drawn, in viewport coordinates:
+  // centred on the section, but kept inside the viewport so that the first
+  // and last tokens' labels are not cut at the corner.
+  QRect labelRect(int logicalIndex) const;
 
  protected:
   void paintEvent(QPaintEvent* event) override;
@@ -26,7 +30,7 @@ class TokenHeaderView : public QHeaderView {
 
  private:
   QFont sectionFont(int logicalIndex) const;
-  void paintLabel(QPainter* painter, int logicalIndex, int position) const;
+  void paintLabel(QPainter* painter, int logicalIndex) const;
 };
 
 }  // namespace attnscope::dashboard

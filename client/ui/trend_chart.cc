@@ -5,6 +5,8 @@
 #include <QLineSeries>
 #include <QValueAxis>
 
+#include "client/models/time_axis.h"
+
 namespace attnscope::dashboard {
 namespace {
 
@@ -59,9 +61,6 @@ void TrendChart::setTrends(const QVector<TrendPoint>& points) {
   chart()->addSeries(sinks);
   chart()->addSeries(entropy);
 
-  auto* time = new QDateTimeAxis;
-  time->setFormat(QStringLiteral("HH:mm:ss"));
-  time->setTickCount(4);
   const QDateTime now = QDateTime::currentDateTime();
   QDateTime first = points.isEmpty() ? now.addSecs(-60) : points.first().time;
   QDateTime last = points.isEmpty() ? now : points.last().time;
@@ -69,7 +68,12 @@ void TrendChart::setTrends(const QVector<TrendPoint>& points) {
     first = first.addMSecs(-1000);
     last = last.addMSecs(1000);
   }
-  time->setRange(first, last);
+  // Round ticks in a format no finer than their interval: labels never repeat.
+  const TimeTicks ticks = timeTicks(first, last, 5);
+  auto* time = new QDateTimeAxis;
+  time->setFormat(ticks.format);
+  time->setTickCount(ticks.count);
+  time->setRange(ticks.min, ticks.max);
   auto* left = new QValueAxis;
   left->setRange(0, qMax(10, maxSinks));
   left->setLabelFormat(QStringLiteral("%d"));

@@ -2,19 +2,22 @@
 // serving a random GPT-2-shaped checkpoint with 24 layers x 14 heads (the
 // Qwen2.5-0.5B grid) and 2,048 positions, a 2,000-token prompt, a generation
 // of 24 tokens, and long lines (model name, status, notes) in the real
-// MainWindow on a 1366 x 768 offscreen screen. The window never grows past
+// MainWindow on a 1280 x 720 offscreen screen. The window never grows past
 // its screen, byte fragments read as <0xNN>, token axes label what fits
-// (full tokens on hover), the heatmap's colour scale (linear, √, log, per
-// row) comes with a legend, and so does the sink grid. The screenshot at
-// 1600 x 1000 goes to
+// (full tokens on hover, the first token's label not cut at the corner), the
+// heatmap's colour scale (linear, √, log, per row) comes with a legend and
+// colours the sink grid too, time-axis labels never repeat, and a long model
+// name is elided in the feed. The screenshot at 1600 x 1000 goes to
 // <build>/test-output/dashboard-24x14-2000.png.
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDateTimeAxis>
 #include <QDir>
 #include <QHeaderView>
 #include <QLabel>
 #include <QScreen>
+#include <QSet>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTableView>
@@ -22,6 +25,8 @@
 #include <cmath>
 #include <QtTest>
 
+#include "client/models/heat_scale.h"
+#include "client/models/sink_grid_model.h"
 #include "client/ui/feed_panel.h"
 #include "client/ui/heatmap_view.h"
 #include "client/ui/main_window.h"
@@ -30,6 +35,8 @@
 #include "client/ui/entropy_chart.h"
 #include "client/ui/prompt_summary_panel.h"
 #include "client/ui/prompt_view.h"
+#include "client/ui/send_panel.h"
+#include "client/ui/trend_chart.h"
 #include "tests/client/prompt_client.h"
 #include "tests/client/random_checkpoint.h"
 #include "tests/client/server_process.h"
@@ -93,6 +100,26 @@ QString sizeText(const QSize& size) {
 
 bool fits(const QSize& size, const QRect& screen) {
   return size.width() <= screen.width() && size.height() <= screen.height();
+}
+
+// The labels the trend chart's time axis draws: tickCount ticks spread
+// evenly from min to max, each in the axis' format.
+QStringList timeLabels(TrendChart* chart) {
+  const QList<QAbstractAxis*> axes = chart->chart()->axes(Qt::Horizontal);
+  auto* axis = axes.isEmpty() ? nullptr : qobject_cast<QDateTimeAxis*>(axes.first());
+  if (axis == nullptr || axis->tickCount() < 2) return {};
+  const qint64 min = axis->min().toMSecsSinceEpoch();
+  const qint64 max = axis->max().toMSecsSinceEpoch();
+  QStringList labels;
+  for (int i = 0; i < axis->tickCount(); ++i) {
+    const qint64 at = min + (max - min) * i / (axis->tickCount() - 1);
+    labels << QDateTime::fromMSecsSinceEpoch(at).toString(axis->format());
+  }
+  return labels;
+}
+
+QString rectText(const QRect& r) {
+  return QStringLiteral("%1,%2 %3x%4").arg(r.x()).arg(r.y()).arg(r.width()).arg(r.height());
 }
 
 }  // namespace
@@ -173,8 +200,11 @@ void DashboardRealSizeTest::realSizeFitsReadsAndScales() {
 
   // Long lines: a generation, a long status and a long note.
   window.generateFromPrompt(QString::fromUtf8("日本語 — generate at real size"), kModel, 24);
-  QTRY_VERIFY_WITH_TIMEOUT(window.sendPanel()->statusText().startsWith(QStringLiteral("generated")),
-                           kLong);
+  QTRY_VERIFY2_WITH_TIMEOUT(
+      window.sendPanel()->statusText().startsWith(QStringLiteral("generated")),
+      qPrintable(window.sendPanel()->statusText() + QStringLiteral(" | ") +
+                 window.promptView()->summaryPanel()->noteText()),
+      kLong);
   const QString unbroken = QStringLiteral("x").repeated(600);
   window.sendPanel()->setStatus(QStringLiteral("Analyze failed: ") + unbroken, true);
   window.statusBar()->showMessage(unbroken);
@@ -194,6 +224,11 @@ void DashboardRealSizeTest::realSizeFitsReadsAndScales() {
   QCOMPARE(window.analysis()->tokenCount(), tokens);
   QTRY_VERIFY_WITH_TIMEOUT(view->heatmapModel()->hasWeights(), kLong);
   HeatmapView* heatmap = view->heatmapView();
+  // The axes leave the cells most of the panel on a 720-px screen.
+  QTRY_VERIFY2(heatmap->viewport()->height() >= heatmap->height() / 2,
+               qPrintable(QStringLiteral("cells %1 px high in a %2-px heatmap")
+                              .arg(heatmap->viewport()->height())
+                              .arg(heatmap->height())));
   for (TokenHeaderView* axis : {heatmap->keyAxis(), heatmap->queryAxis()}) {
     QVERIFY(axis->isVisible());
     QVERIFY2(axis->labelStep() > 1 &&
@@ -208,6 +243,30 @@ void DashboardRealSizeTest::realSizeFitsReadsAndScales() {
   QCOMPARE(view->normChart()->barCount(), tokens);
   QTRY_VERIFY(view->normChart()->labelStep() >= 20);  // 2,001 bars in a few hundred px
   QVERIFY(view->entropyChart()->labelStep() >= 20);
+  const QString small = outputDir() + QStringLiteral("/dashboard-24x14-2000-1280x720.png");
+  QVERIFY2(window.grab().save(small), qPrintable(small));
+  // The first token's labels sit inside the axes at the top-left corner.
+  for (TokenHeaderView* axis : {heatmap->keyAxis(), heatmap->queryAxis()}) {
+    QTRY_VERIFY2(axis->viewport()->rect().contains(axis->labelRect(0)),
+             qPrintable(rectText(axis->labelRect(0)) + QStringLiteral(" in ") +
+                        rectText(axis->viewport()->rect())));
+  }
+
+  // One analysis, a second of room either side: the time labels never repeat.
+  const QStringList times = timeLabels(window.trendChart());
+  qInfo("time axis: %s", qPrintable(times.join(QStringLiteral(", "))));
+  QVERIFY(times.size() >= 2);
+  QCOMPARE(QSet<QString>(times.begin(), times.end()).size(), times.size());
+
+  // The long model name is elided in the feed, whole in its tooltip; no
+  // column is pushed out of sight.
+  QTableView* table = window.feedPanel()->table();
+  QVERIFY2(table->horizontalHeader()->length() <= table->viewport()->width(),
+           qPrintable(QStringLiteral("%1 px of columns in %2 px")
+                          .arg(table->horizontalHeader()->length())
+                          .arg(table->viewport()->width())));
+  QVERIFY(table->model()->index(0, FeedModel::Model).data(Qt::ToolTipRole).toString().contains(
+      QLatin1String(kModel)));
 
   // The colour scale from the controls, with its legend; the grid's legend.
   HeatmapModel* cells = view->heatmapModel();
@@ -215,12 +274,16 @@ void DashboardRealSizeTest::realSizeFitsReadsAndScales() {
   const double w = cell.data(HeatmapModel::WeightRole).toDouble();
   QVERIFY(view->sinkGridLegend()->isVisible());
   QCOMPARE(view->sinkGridLegend()->caption(), QStringLiteral("sink score"));
+  QCOMPARE(view->sinkGridLegend()->shownCaption(), QStringLiteral("sink score"));
   QCOMPARE(view->heatmapLegend()->tickLabels(),
            QStringList({"0", ".25", ".5", ".75", "1"}));
   view->scaleCombo()->setCurrentIndex(view->scaleCombo()->findData(int(HeatScaleKind::Log)));
   QCOMPARE(cells->scale(), HeatScaleKind::Log);
   QCOMPARE(view->heatmapLegend()->tickLabels(),
            QStringList({"1e-4", "1e-3", ".01", ".1", "1"}));
+  // The grid takes the same scale.
+  QCOMPARE(view->sinkGridModel()->scale(), HeatScaleKind::Log);
+  QCOMPARE(view->sinkGridLegend()->tickLabels(), view->heatmapLegend()->tickLabels());
   view->scaleCombo()->setCurrentIndex(view->scaleCombo()->findData(int(HeatScaleKind::Sqrt)));
   view->rowNormaliseCheck()->setChecked(true);
   QVERIFY(cells->isRowNormalised());
@@ -233,6 +296,39 @@ void DashboardRealSizeTest::realSizeFitsReadsAndScales() {
   QVERIFY2(std::abs(shown - expected) <= 1e-9,
            qPrintable(QStringLiteral("%1 vs %2").arg(shown).arg(expected)));
 
+  // The screenshot on the log scale, per row: diffuse heads and the grid show.
+  view->scaleCombo()->setCurrentIndex(view->scaleCombo()->findData(int(HeatScaleKind::Log)));
+  // The grid's scores at 2,000 tokens sit mostly below the log scale's
+  // floor; per row (each layer over its peak) every layer shows its peak
+  // head in the scale's top colour, and each cell has its scaled colour.
+  SinkGridModel* grid = view->sinkGridModel();
+  QVERIFY(grid->isRowNormalised());
+  QCOMPARE(view->sinkGridLegend()->shownCaption(), QStringLiteral("sink / layer peak"));
+  QCOMPARE(grid->rowCount(), 24);
+  const HeatScale logScale(HeatScaleKind::Log);
+  int blank = 0;
+  for (int l = 0; l < grid->rowCount(); ++l) {
+    double peakScore = 0.0;
+    int peakHead = -1;
+    for (int h = 0; h < grid->columnCount(); ++h) {
+      const double s = grid->index(l, h).data(SinkGridModel::ValueRole).toDouble();
+      if (s > peakScore) {
+        peakScore = s;
+        peakHead = h;
+      }
+    }
+    QVERIFY2(peakHead >= 0, qPrintable(QStringLiteral("layer %1 has no positive score").arg(l)));
+    for (int h = 0; h < grid->columnCount(); ++h) {
+      const double s = grid->index(l, h).data(SinkGridModel::ValueRole).toDouble();
+      const QColor c = grid->index(l, h).data(Qt::BackgroundRole).value<QColor>();
+      QCOMPARE(c, logScale.color(s / peakScore));
+      if (c.red() >= 250 && c.green() >= 250 && c.blue() >= 250) ++blank;
+    }
+    QCOMPARE(grid->index(l, peakHead).data(Qt::BackgroundRole).value<QColor>(),
+             logScale.color(1.0));
+  }
+  qInfo("sink grid under log, per layer: %d of %d cells near white (random weights: a few "
+        "heads per layer take most of the last token's first-token weight)", blank, 24 * 14);
   window.resize(1600, 1000);
   QTest::qWait(200);
   const QString path = outputDir() + QStringLiteral("/dashboard-24x14-2000.png");
@@ -242,7 +338,7 @@ void DashboardRealSizeTest::realSizeFitsReadsAndScales() {
 
 }  // namespace attnscope::dashboard
 
-// A 1366 x 768 screen (a small laptop) unless the caller chose a platform.
+// A 1280 x 720 screen (the smallest laptops) unless the caller chose a platform.
 int main(int argc, char** argv) {
   QTemporaryDir configDir;
   const QByteArray platform = qgetenv("QT_QPA_PLATFORM");
@@ -250,12 +346,15 @@ int main(int argc, char** argv) {
     const QString config = configDir.filePath(QStringLiteral("screens.json"));
     QFile file(config);
     if (file.open(QIODevice::WriteOnly)) {
-      file.write(R"({"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1366,
-                   "height": 768, "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
+      file.write(R"({"screens": [{"name": "laptop", "x": 0, "y": 0, "width": 1280,
+                   "height": 720, "logicalDpi": 96, "logicalBaseDpi": 96, "dpr": 1}]})");
       file.close();
       qputenv("QT_QPA_PLATFORM", "offscreen:configfile=" + config.toUtf8());
     }
   }
+  // A 2,000-token pass over 24 x 14 heads can take longer than QtTest's
+  // default 5-minute watchdog on a busy machine; CTest's TIMEOUT still bounds it.
+  if (qEnvironmentVariableIsEmpty("QTEST_FUNCTION_TIMEOUT")) qputenv("QTEST_FUNCTION_TIMEOUT", "1150000");
   QApplication app(argc, argv);
   attnscope::dashboard::DashboardRealSizeTest test;
   QTEST_SET_MAIN_SOURCE_PATH

@@ -5,6 +5,7 @@
 
 #include "client/models/colors.h"
 #include "client/models/heatmap_model.h"
+#include "client/models/heat_scale.h"
 #include "client/models/sink_grid_model.h"
 #include "tests/client/event_builders.h"
 #include "tests/client/test_registry.h"
@@ -216,9 +217,44 @@ class SinkGridModelTest : public QObject {
     QCOMPARE(model.index(0, head).data().toString(), text);
     QVERIFY(model.index(0, head).data(Qt::ToolTipRole).toString().contains(tooltipPart));
     QCOMPARE(model.index(0, head).data(Qt::BackgroundRole).value<QColor>(),
-             heatColor(0.0 + (head == 1 ? 0.5 : 0.96)));
+             HeatScale().color(head == 1 ? 0.5 : 0.96));
     QCOMPARE(model.headerData(0, Qt::Vertical).toString(), QStringLiteral("L0"));
     QCOMPARE(model.headerData(head, Qt::Horizontal).toString(), QStringLiteral("H%1").arg(head));
+  }
+
+  // The heatmap's colour scale applies to the grid too: 24 x 14 heads of
+  // small scores (~1/T at 2,000 tokens) are not blank under log.
+  void colourScale_data() {
+    QTest::addColumn<int>("kind");
+    QTest::newRow("linear") << int(HeatScaleKind::Linear);
+    QTest::newRow("sqrt") << int(HeatScaleKind::Sqrt);
+    QTest::newRow("log") << int(HeatScaleKind::Log);
+  }
+
+  void colourScale() {
+    QFETCH(int, kind);
+    PromptAnalysis analysis;
+    SinkGridModel model;
+    model.setAnalysis(&analysis);
+    QVERIFY(analysis.addEvent(tokens({"a", "b"})));
+    QVERIFY(analysis.addEvent(layer(0, {0.0005, 0.02, 0.96})));
+    QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+    model.setScale(HeatScaleKind(kind));
+    QCOMPARE(model.scale(), HeatScaleKind(kind));
+    QCOMPARE(changed.size(), kind == int(HeatScaleKind::Linear) ? 0 : 1);
+    const HeatScale scale{HeatScaleKind(kind)};
+    for (int head = 0; head < 3; ++head) {
+      const double score = model.index(0, head).data(SinkGridModel::ValueRole).toDouble();
+      QCOMPARE(model.index(0, head).data(Qt::BackgroundRole).value<QColor>(), scale.color(score));
+    }
+    // 5e-4 under log sits a sixth of the way up the scale: visibly blue.
+    const QColor small = model.index(0, 0).data(Qt::BackgroundRole).value<QColor>();
+    if (kind == int(HeatScaleKind::Log)) QVERIFY2(small.red() < 240, qPrintable(small.name()));
+    // Per row: each layer relative to its own highest score.
+    model.setRowNormalised(true);
+    QCOMPARE(model.index(0, 1).data(Qt::BackgroundRole).value<QColor>(),
+             scale.color(0.02 / 0.96));
+    QCOMPARE(model.index(0, 2).data(Qt::BackgroundRole).value<QColor>(), scale.color(1.0));
   }
 };
 
