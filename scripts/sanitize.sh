@@ -33,7 +33,7 @@ case "$kind" in
              deploy_test deploy_manifests_test metrics_test metrics_torch_test model_test
              gemm_test rpc_security_test rpc_eviction_test)
     # Every test of those binaries (the count check below).
-    expected_tests=608
+    expected_tests=609
     # halt_on_error: a UBSan report fails the test (it recovers by default).
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"

@@ -195,7 +195,7 @@ TEST(ServiceMetricsTest, ModelInfoKeepsOneSeriesPerModel) {
 
 TEST(ServiceMetricsTest, EveryFamilyIsNamedAndDocumented) {
   ServiceMetrics metrics;
-  ASSERT_EQ(metrics.families().size(), 27u);
+  ASSERT_EQ(metrics.families().size(), 29u);
   for (const ServiceMetrics::FamilyInfo& family : metrics.families()) {
     // The process families keep the names every client library uses.
     EXPECT_TRUE(family.name.rfind("attnscope_", 0) == 0 || family.name.rfind("process_", 0) == 0)
@@ -226,6 +226,8 @@ TEST(ServiceMetricsTest, FamiliesMatchWhatTheRegistryExposes) {
   metrics.RecordNextTokenEntropy("m", 0.5);
   metrics.SetModelInfo("m", "gpt2", 1, 1, 8, 10, 16);
   metrics.RecordEvictionRun("m", "sinks", 10, 12.5);
+  metrics.AddAnalysisLayersPending("m", 2);
+  metrics.AddAnalysisLayersDone("m", 2);
   const char* kTypes[] = {"counter", "gauge", "summary", "untyped", "histogram"};
   for (const prometheus::MetricFamily& family : metrics.Collector()()) {
     exposed[family.name] = kTypes[static_cast<int>(family.type)];
