@@ -177,11 +177,12 @@ bool Retryable(const absl::Status& status) {
 
 // The remote runner: one client (one channel, round_robin) shared by every
 // thread; UNAVAILABLE and RESOURCE_EXHAUSTED are tried again with back-off.
-ItemRunner RemoteRunner(rpc::RemoteClient& client, const BatchArgs& a) {
-  return [&client, &a](const BatchItem& item) {
+ItemRunner RemoteRunner(rpc::RemoteClient& client, const BatchArgs& a, BatchProgress& progress) {
+  return [&client, &a, &progress](const BatchItem& item) {
     absl::Status last;
     for (int attempt = 0; attempt <= a.retries; ++attempt) {
       if (attempt > 0) {
+        progress.Retried();
         const double wait = std::min(10.0, 0.5 * static_cast<double>(1 << std::min(attempt - 1, 5)));
         std::this_thread::sleep_for(std::chrono::duration<double>(wait));
       }
@@ -258,7 +259,7 @@ int RunBatch(const std::vector<std::string>& args, const std::string& server) {
   BatchProgress progress(static_cast<int64_t>(todo.size()),
                          static_cast<int64_t>(items->size() - todo.size()),
                          isatty(STDERR_FILENO) != 0);
-  const ItemRunner run = bundle ? LocalRunner(*bundle, a) : RemoteRunner(*client, a);
+  const ItemRunner run = bundle ? LocalRunner(*bundle, a) : RemoteRunner(*client, a, progress);
   absl::Status status = RunItems(todo, bundle ? 1 : a.concurrency, run, **writer, progress);
   std::cerr << progress.Summary() << "\n";
   if (!status.ok()) return RuntimeError("batch", status);

@@ -30,6 +30,11 @@ void BatchProgress::Done(bool ok, const std::string& replica) {
   if (show_ && (Elapsed() - drawn_at_ >= 0.1 || done_ == total_)) Draw();
 }
 
+void BatchProgress::Retried() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++retried_;
+}
+
 void BatchProgress::Draw() {
   const double elapsed = Elapsed();
   drawn_at_ = elapsed;
@@ -57,6 +62,7 @@ std::string BatchProgress::Summary() const {
       done_, elapsed, elapsed > 0 ? static_cast<double>(done_) / elapsed : 0.0, done_ - errors_,
       errors_, errors_ == 1 ? "" : "s", skipped_);
   if (done_ < total_) absl::StrAppend(&out, "; ", total_ - done_, " not run");
+  if (retried_ > 0) absl::StrAppend(&out, "; ", retried_, " retried");
   if (!replicas_.empty()) {
     absl::StrAppend(&out, "; replicas:");
     for (const auto& [replica, count] : replicas_) absl::StrAppend(&out, " ", replica, " ", count);

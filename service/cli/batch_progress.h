@@ -20,10 +20,13 @@ class BatchProgress {
 
   // One prompt finished; `replica` "" when unknown or local. Thread-safe.
   void Done(bool ok, const std::string& replica);
+  // A request is tried again (UNAVAILABLE, RESOURCE_EXHAUSTED). Thread-safe.
+  void Retried();
 
   int64_t errors() const;
   // "batch: 100 prompts in 29.4 s (3.40 prompts/s): 99 ok, 1 error, 12
-  // skipped (--resume); replicas: ipv4:127.0.0.1:50051 33 ..." (on a
+  // skipped (--resume); 2 retried; replicas: ipv4:127.0.0.1:50051 33 ..."
+  // ("retried" only when some request was tried again; on a
   // terminal preceded by what erases the progress line).
   std::string Summary() const;
 
@@ -35,7 +38,7 @@ class BatchProgress {
   const bool show_;
   const std::chrono::steady_clock::time_point start_;
   mutable std::mutex mu_;
-  int64_t done_ = 0, errors_ = 0;
+  int64_t done_ = 0, errors_ = 0, retried_ = 0;
   double drawn_at_ = -1;  // elapsed seconds at the last line drawn
   std::map<std::string, int64_t> replicas_;
 };

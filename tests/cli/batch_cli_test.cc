@@ -2,14 +2,17 @@
 // `analyze --json` prompt by prompt, bad lines become error lines and the
 // run goes on, --resume after kill -9 finishes with no duplicate id, and a
 // remote run over three real attnscope-server replicas spreads the prompts
-// evenly and gives the local numbers.
+// evenly and gives the local numbers; a replica killed mid-batch loses no
+// prompt.
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -25,6 +28,7 @@
 #include "tests/cli/run_cli.h"
 #include "tests/common/json_compare.h"
 #include "tests/common/temp_path.h"
+#include "tests/metrics/metrics_test_support.h"
 #include "tests/rpc/server_process.h"
 
 extern char** environ;
@@ -194,6 +198,83 @@ TEST(BatchCliTest, ResumeAfterKill9FinishesWithNoDuplicateId) {
   EXPECT_EQ(ids.size(), static_cast<size_t>(kPrompts));
   std::cout << before << " of " << kPrompts << " results before kill -9; " << lines.size()
             << " lines after --resume\n";
+}
+
+// A replica killed with -9 mid-batch: its requests in flight fail with
+// UNAVAILABLE, are retried on the replica left, and the run ends with every
+// prompt answered once.
+TEST(BatchReplicaKillTest, AReplicaKilledMidBatchLosesNoPrompt) {
+  std::unique_ptr<testing::ServerProcess> replicas[2];
+  std::string target = "ipv4:";
+  for (auto& replica : replicas) {
+    std::string error;
+    replica = testing::ServerProcess::Start({"--threads", "1"}, &error);
+    ASSERT_NE(replica, nullptr) << error;
+    target += (target.size() > 5 ? "," : "") + replica->address();
+  }
+  // Prompts of ~450 tokens, so that requests are in flight on the replica
+  // when it dies.
+  constexpr int kPrompts = 24;
+  std::string prompts;
+  for (int i = 0; i < kPrompts; ++i) {
+    std::string text;
+    for (int r = 0; r < 40; ++r) text += kTexts[static_cast<size_t>(i + r) % kTexts.size()] + " ";
+    prompts += TextLine("p" + std::to_string(i), text);
+  }
+  const std::string input = WriteFile("batch-kill.jsonl", prompts);
+  const std::string output = test::UniqueTempPath("batch-kill-out.jsonl");
+  const std::string err_path = test::UniqueTempPath("batch-kill-err.txt");
+  const std::string bin = std::string(ATTNSCOPE_BIN_DIR) + "/attnscope";
+  std::vector<std::string> args = {bin, "--server", target, "batch", "--input", input,
+                                   "--output", output, "--concurrency", "4"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // Killed while its metrics say it is serving a request, a few results in.
+  const int metrics_port =
+      std::stoi(replicas[0]->metrics_address().substr(replicas[0]->metrics_address().rfind(':') + 1));
+  auto serving = [&] {
+    const metrics::testing::HttpReply reply = metrics::testing::HttpGet(metrics_port, "/metrics");
+    const std::string key = "\nattnscope_in_flight_requests ";
+    const size_t at = reply.body.find(key);
+    return at != std::string::npos && std::atof(reply.body.c_str() + at + key.size()) > 0.0;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while ((CountLines(output) < 2 || !serving()) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const int before = CountLines(output);
+  EXPECT_EQ(replicas[0]->StopWith(SIGKILL, 10.0), 128 + SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "some prompt failed after the kill";
+  ASSERT_LT(before, kPrompts) << "the batch finished before the kill";
+  std::set<std::string> ids;
+  std::map<std::string, int> per_replica;
+  const std::vector<json> lines = ReadLines(output);
+  for (const json& line : lines) {
+    EXPECT_FALSE(line.contains("error")) << line.dump().substr(0, 300);
+    EXPECT_TRUE(ids.insert(line["id"].get<std::string>()).second) << "duplicate " << line["id"];
+    if (line.contains("replica")) ++per_replica[line["replica"].get<std::string>()];
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kPrompts));
+  // The replica left answered everything after the kill.
+  EXPECT_GE(per_replica["ipv4:" + replicas[1]->address()], kPrompts - before);
+  // The requests in flight on the killed replica were tried again.
+  std::ifstream err_in(err_path);
+  const std::string err(std::istreambuf_iterator<char>(err_in), {});
+  EXPECT_NE(err.find(" retried"), std::string::npos) << err;
+  std::cout << err << before << " of " << kPrompts << " results before the kill; per replica:";
+  for (const auto& [replica, count] : per_replica) std::cout << " " << replica << "=" << count;
+  std::cout << "\n";
 }
 
 // Three replicas of the bundled model, started once for the suite.
