@@ -5,15 +5,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "client/models/model_error.h"
+
 namespace attnscope::dashboard {
 namespace {
 
 namespace v1 = attnscope::v1;
-
-bool fail(QString* error, const QString& message) {
-  if (error != nullptr) *error = message;
-  return false;
-}
 
 // Bytes per element, 0 for an unknown dtype.
 int elementSize(int dtype) {

@@ -6,17 +6,14 @@
 #include <QRegularExpression>
 #include <QStringList>
 
+#include "client/models/model_error.h"
+
 namespace attnscope::dashboard {
 namespace {
 
 const char kFormats[] =
     "write 'user: ...' lines (roles system, user, assistant, tool, developer) or paste JSON "
     "[{\"role\": ..., \"content\": ...}]";
-
-bool fail(QString* error, const QString& message) {
-  if (error != nullptr) *error = message;
-  return false;
-}
 
 bool parseJsonChat(const QString& text, QVector<ChatMessageInput>* messages, QString* error) {
   QJsonParseError parse;

@@ -3,16 +3,12 @@
 #include <cmath>
 
 #include "client/models/colors.h"
+#include "client/models/model_error.h"
 
 namespace attnscope::dashboard {
 namespace {
 
 constexpr double kSlack = 1e-6;
-
-bool fail(QString* error, const QString& message) {
-  if (error != nullptr) *error = message;
-  return false;
-}
 
 QString checkValues(double normalized, double nats) {
   if (!std::isfinite(normalized) || !std::isfinite(nats))

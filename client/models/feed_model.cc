@@ -3,17 +3,13 @@
 #include <cmath>
 
 #include "client/models/colors.h"
+#include "client/models/model_error.h"
 #include "client/models/token_labels.h"
 
 namespace attnscope::dashboard {
 namespace {
 
 namespace v1 = attnscope::v1;
-
-bool fail(QString* error, const QString& message) {
-  if (error != nullptr) *error = message;
-  return false;
-}
 
 QString requestName(const QString& replica, const v1::FeedEvent& event) {
   if (replica.isEmpty()) return QStringLiteral("feed request %1").arg(event.request_id());

@@ -2,17 +2,13 @@
 
 #include <cmath>
 
+#include "client/models/model_error.h"
 #include "client/models/token_labels.h"
 
 namespace attnscope::dashboard {
 namespace {
 
 namespace v1 = attnscope::v1;
-
-bool fail(QString* error, const QString& message) {
-  if (error != nullptr) *error = message;
-  return false;
-}
 
 }  // namespace
 

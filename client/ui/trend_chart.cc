@@ -95,4 +95,18 @@ void TrendChart::setTrends(const QVector<TrendPoint>& points) {
   entropy->attachAxis(right);
 }
 
+QStringList TrendChart::timeLabels() const {
+  const QList<QAbstractAxis*> axes = chart()->axes(Qt::Horizontal);
+  auto* axis = axes.isEmpty() ? nullptr : qobject_cast<QDateTimeAxis*>(axes.first());
+  if (axis == nullptr || axis->tickCount() < 2) return {};
+  const qint64 min = axis->min().toMSecsSinceEpoch();
+  const qint64 max = axis->max().toMSecsSinceEpoch();
+  QStringList labels;
+  for (int i = 0; i < axis->tickCount(); ++i) {
+    const qint64 at = min + (max - min) * i / (axis->tickCount() - 1);
+    labels << QDateTime::fromMSecsSinceEpoch(at).toString(axis->format());
+  }
+  return labels;
+}
+
 }  // namespace attnscope::dashboard

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <QChartView>
+#include <QStringList>
 
 #include "client/models/request_trends.h"
 
@@ -20,6 +21,9 @@ class TrendChart : public QChartView {
   void setTrends(const QVector<TrendPoint>& points);
   // Points drawn per series (0 health, 1 sinks, 2 max entropy), for tests.
   int pointCount(int series) const;
+  // The labels the time axis draws, first to last (its tickCount ticks
+  // spread evenly from min to max, in its format); empty without an axis.
+  QStringList timeLabels() const;
 
  private:
   int m_counts[3] = {0, 0, 0};

@@ -12,7 +12,6 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QComboBox>
-#include <QDateTimeAxis>
 #include <QDir>
 #include <QHeaderView>
 #include <QLabel>
@@ -100,22 +99,6 @@ QString sizeText(const QSize& size) {
 
 bool fits(const QSize& size, const QRect& screen) {
   return size.width() <= screen.width() && size.height() <= screen.height();
-}
-
-// The labels the trend chart's time axis draws: tickCount ticks spread
-// evenly from min to max, each in the axis' format.
-QStringList timeLabels(TrendChart* chart) {
-  const QList<QAbstractAxis*> axes = chart->chart()->axes(Qt::Horizontal);
-  auto* axis = axes.isEmpty() ? nullptr : qobject_cast<QDateTimeAxis*>(axes.first());
-  if (axis == nullptr || axis->tickCount() < 2) return {};
-  const qint64 min = axis->min().toMSecsSinceEpoch();
-  const qint64 max = axis->max().toMSecsSinceEpoch();
-  QStringList labels;
-  for (int i = 0; i < axis->tickCount(); ++i) {
-    const qint64 at = min + (max - min) * i / (axis->tickCount() - 1);
-    labels << QDateTime::fromMSecsSinceEpoch(at).toString(axis->format());
-  }
-  return labels;
 }
 
 QString rectText(const QRect& r) {
@@ -253,7 +236,7 @@ void DashboardRealSizeTest::realSizeFitsReadsAndScales() {
   }
 
   // One analysis, a second of room either side: the time labels never repeat.
-  const QStringList times = timeLabels(window.trendChart());
+  const QStringList times = window.trendChart()->timeLabels();
   qInfo("time axis: %s", qPrintable(times.join(QStringLiteral(", "))));
   QVERIFY(times.size() >= 2);
   QCOMPARE(QSet<QString>(times.begin(), times.end()).size(), times.size());

@@ -23,23 +23,6 @@ namespace {
 
 namespace t = attnscope::dashboard::testing;
 
-// The labels the chart's time axis draws: tickCount ticks spread evenly from
-// min to max, each in the axis' format.
-QStringList timeLabels(TrendChart* chart) {
-  const QList<QAbstractAxis*> axes = chart->chart()->axes(Qt::Horizontal);
-  if (axes.isEmpty()) return {};
-  auto* axis = qobject_cast<QDateTimeAxis*>(axes.first());
-  if (axis == nullptr || axis->tickCount() < 2) return {};
-  const qint64 min = axis->min().toMSecsSinceEpoch();
-  const qint64 max = axis->max().toMSecsSinceEpoch();
-  QStringList labels;
-  for (int i = 0; i < axis->tickCount(); ++i) {
-    const qint64 at = min + (max - min) * i / (axis->tickCount() - 1);
-    labels << QDateTime::fromMSecsSinceEpoch(at).toString(axis->format());
-  }
-  return labels;
-}
-
 QVector<TrendPoint> pointsAt(const QDateTime& start, const QVector<qint64>& offsetsMs) {
   QVector<TrendPoint> points;
   for (const qint64 offset : offsetsMs) {
@@ -90,7 +73,7 @@ void DashboardWidgetsTest::trendTimeLabelsAreDistinct() {
   chart.resize(600, 220);
   const QDateTime start(QDate(2024, 12, 5), QTime(7, 27, 51, 300));
   chart.setTrends(pointsAt(start, offsets));
-  const QStringList labels = timeLabels(&chart);
+  const QStringList labels = chart.timeLabels();
   QVERIFY2(labels.size() >= 2, qPrintable(labels.join(QLatin1String(", "))));
   QVERIFY2(labels.size() <= 6, qPrintable(labels.join(QLatin1String(", "))));
   QCOMPARE(QSet<QString>(labels.begin(), labels.end()).size(), labels.size());
