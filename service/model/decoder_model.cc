@@ -4,6 +4,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <tuple>
@@ -79,6 +80,8 @@ class DecoderModel : public LanguageModel {
   absl::Status Forward(const std::vector<std::vector<int64_t>>& batch,
                        const ForwardOptions& options,
                        const std::vector<ForwardObserver*>& observers) const override;
+  absl::Status HiddenStateLogits(int state, const float* x, int64_t rows, Precision precision,
+                                 float* logits) const override;
   std::unique_ptr<KvCache> NewCache() const override {
     return NewCache(CachePositions::kOriginal);
   }
@@ -297,6 +300,35 @@ void DecoderModel::PublishLogits(const at::Tensor& x, const PassState& pass) con
   for (int64_t begin = 0; begin < tokens; begin += kLogitRowsPerBlock) {
     const int64_t rows = std::min(kLogitRowsPerBlock, tokens - begin);
     observers.PublishLogitsBlock(begin, Logits(x.narrow(1, begin, rows), pass), tokens);
+  }
+}
+
+absl::Status DecoderModel::HiddenStateLogits(int state, const float* x, int64_t rows,
+                                             Precision precision, float* logits) const {
+  if (state < 0 || state > config_.num_layers || rows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("hidden state ", state, " with ", rows,
+                                                   " rows: states are 0..", config_.num_layers,
+                                                   " and rows at least 0"));
+  }
+  if (rows == 0) return absl::OkStatus();
+  try {
+    c10::InferenceMode inference;
+    ForwardOptions options;
+    ObserverSet none({});
+    PassState pass{options, 0, nullptr, {}, none, {}, {}, {}, nullptr};
+    pass.bf16 = Resolve(precision) == Precision::kBfloat16;
+    pass.weights = pass.bf16 ? &Bf16Weights() : &w_;
+    const bool last = state == config_.num_layers;
+    const int64_t width =
+        !last ? config_.hidden_size : (w_.head_packed ? w_.head_packed->k() : w_.head.size(1));
+    at::Tensor h = at::from_blob(const_cast<float*>(x), {1, rows, width}, at::kFloat).to(device_);
+    if (!last) h = Finish(h, pass);
+    const at::Tensor z = Logits(h, pass).to(at::kCPU).contiguous();
+    std::memcpy(logits, z.data_ptr<float>(), static_cast<size_t>(z.numel()) * sizeof(float));
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat(config_.model_type, ": reading out hidden state ", state, " failed: ", e.what()));
   }
 }
 

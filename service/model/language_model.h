@@ -106,6 +106,23 @@ class LanguageModel {
                                const ForwardOptions& options,
                                const std::vector<ForwardObserver*>& observers) const = 0;
 
+  // The logit lens: the logits hidden state `state` would give if the
+  // model read out there. x is (rows, width) float32 row-major: rows of
+  // state `state` as Forward publishes it (0..L, Hugging Face's
+  // output_hidden_states convention; width = D, or the last state's width
+  // for state L). For state < L the rows go through what follows the last
+  // layer: the final norm (where the family has one), OPT's project_out,
+  // the head and Gemma-2's final soft-capping; state L is already after the
+  // final norm, so only the head and the soft-capping apply and it gives the
+  // model's own logits. logits receives (rows, V) float32. `precision` as in
+  // ForwardOptions. InvalidArgument for a state outside [0, L] or rows < 0;
+  // Internal for a failure inside libtorch; Unimplemented for a model that
+  // cannot.
+  virtual absl::Status HiddenStateLogits(int state, const float* x, int64_t rows,
+                                         Precision precision, float* logits) const {
+    return absl::UnimplementedError("this model cannot read logits out of a hidden state");
+  }
+
   virtual std::unique_ptr<KvCache> NewCache() const = 0;
   // A cache whose tokens take `positions`; nullptr when the model cannot
   // (kCache on a model without rotary embedding, or a model that does not
