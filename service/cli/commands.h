@@ -28,5 +28,8 @@ int RunBatch(const std::vector<std::string>& args, const std::string& server = "
 int RunSummarize(const std::vector<std::string>& args);
 // stream-ppl: perplexity of a text under KV-cache eviction policies (local).
 int RunStreamPpl(const std::vector<std::string>& args);
+// lens: the logit lens of a prompt and, with --rollout, its attention
+// rollout (local).
+int RunLens(const std::vector<std::string>& args);
 
 }  // namespace attnscope::cli

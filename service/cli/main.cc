@@ -28,9 +28,12 @@ Commands:
              importance, health and entropy distributions; text, JSON, HTML
   stream-ppl perplexity of a text read token by token under KV-cache
              eviction policies (StreamingLLM: full, sinks, window, ...)
+  lens       the logit lens: every hidden state read out through the final
+             norm and head (top token, the next token's probability and
+             rank); --rollout adds the attention rollout
   health     ask a server's gRPC health service whether it serves (--server)
 
-With --server TARGET, every command but summarize and stream-ppl (tokenize,
+With --server TARGET, every command but summarize, stream-ppl and lens (tokenize,
 analyze with --export and --viewer, generate, models, heads, ablate, batch)
 runs on a running attnscope-server instead of loading a model here; the output is the same.
 TARGET is HOST:PORT or a gRPC target URI naming several replicas, e.g.
@@ -139,6 +142,13 @@ int main(int argc, char** argv) {
       return attnscope::cli::kExitUsage;
     }
     return attnscope::cli::RunStreamPpl(args);
+  }
+  if (command == "lens") {
+    if (!server.empty()) {
+      std::cerr << "attnscope: lens runs locally; run it without --server\n";
+      return attnscope::cli::kExitUsage;
+    }
+    return attnscope::cli::RunLens(args);
   }
   std::cerr << "attnscope: unknown command '" << command << "'\n\n" << kHelp;
   return attnscope::cli::kExitUsage;
