@@ -14,8 +14,13 @@
 // once (--block-size T, the old default) to show the quadratic growth that
 // the automatic blocks remove.
 //
+// Rows marked "lens" (--lens T,...) add the logit lens of every position
+// (LogitLensObserver, every state, top 5, the default 256 rows read out at
+// a time) to the same pass: its memory is 4 * 256 * (V + D) bytes, not the
+// T x V logits of every state.
+//
 // Usage: long_prompt_bench [--tokens 4096,8192,16384] [--whole 1024,2048,4096]
-//                          [--threads N]
+//                          [--lens 16384] [--threads N]
 
 #include <chrono>
 #include <cstdio>
@@ -29,6 +34,7 @@
 #include <vector>
 
 #include "bench/bench_support.h"
+#include "service/analysis/logit_lens.h"
 #include "service/analysis/prompt_analyzer.h"
 #include "service/model/attention_blocks.h"
 #include "service/model/language_model.h"
@@ -56,7 +62,7 @@ std::vector<int64_t> RandomIds(int64_t n) {
 }
 
 // Loads the model and analyzes T tokens once in this (child) process.
-Result AnalyzeOnce(const std::string& dir, int64_t tokens, int64_t block) {
+Result AnalyzeOnce(const std::string& dir, int64_t tokens, int64_t block, bool lens) {
   Result r;
   auto loaded = model::LoadLanguageModel(dir);
   if (!loaded.ok()) {
@@ -68,12 +74,22 @@ Result AnalyzeOnce(const std::string& dir, int64_t tokens, int64_t block) {
   options.want_value_norms = true;
   options.input_ids = ids;
   analysis::PromptAnalyzer analyzer(options);
+  const model::LanguageModel& lm = **loaded;
+  analysis::LensOptions lens_options;
+  lens_options.input_ids = ids;
+  analysis::LogitLensObserver lens_observer(
+      lens_options, kLayers + 1, kVocab, [&lm](int state, const float* x, int64_t rows, float* z) {
+        return lm.HiddenStateLogits(state, x, rows, model::Precision::kFloat32, z);
+      });
+  std::vector<model::ForwardObserver*> observers = {&analyzer};
+  if (lens) observers.push_back(&lens_observer);
   model::ForwardOptions forward;
   forward.query_block_size = block;
   r.baseline_mib = CurrentRssMiB();
   const auto start = std::chrono::steady_clock::now();
-  absl::Status s = (*loaded)->Forward({ids}, forward, {&analyzer});
+  absl::Status s = (*loaded)->Forward({ids}, forward, observers);
   auto stats = analyzer.Finish();
+  if (s.ok() && lens) s = lens_observer.Finish().status();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.peak_mib = PeakRssMiB();
   if (!s.ok() || !stats.ok()) {
@@ -88,10 +104,11 @@ Result AnalyzeOnce(const std::string& dir, int64_t tokens, int64_t block) {
 
 // AnalyzeOnce in a fresh process (this program again with --child): its
 // peak RSS counts what `attnscope analyze` would, the libraries' pages too.
-Result InChild(int64_t tokens, int64_t block, int threads) {
+Result InChild(int64_t tokens, int64_t block, int threads, bool lens = false) {
   Result r;
   if (!RunFreshProcess({"--threads", std::to_string(threads), "--child",
-                        std::to_string(tokens) + "," + std::to_string(block)},
+                        std::to_string(tokens) + "," + std::to_string(block) + "," +
+                            (lens ? "1" : "0")},
                        &r, sizeof r)) {
     r.ok = false;
   }
@@ -144,21 +161,25 @@ int main(int argc, char** argv) {
   using namespace attnscope::bench;
   std::vector<int64_t> tokens = {4096, 8192, 16384};
   std::vector<int64_t> whole = {1024, 2048, 4096};
+  std::vector<int64_t> lens;
   int threads = 0;
   std::string child;  // --child T,BLOCK (internal): one AnalyzeOnce, for InChild
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--child") == 0) child = argv[i + 1];
     if (std::strcmp(argv[i], "--tokens") == 0) tokens = ParseList(argv[i + 1]);
     if (std::strcmp(argv[i], "--whole") == 0) whole = ParseList(argv[i + 1]);
+    if (std::strcmp(argv[i], "--lens") == 0) lens = ParseList(argv[i + 1]);
     if (std::strcmp(argv[i], "--threads") == 0) threads = std::atoi(argv[i + 1]);
   }
   const std::string dir = ModelDir();
   if (dir.empty()) return 1;
   const int used = attnscope::model::SetComputeThreads(threads);
   if (const int fd = ResultFd(argc, argv); fd >= 0) {
-    long t = 0, block = 0;
+    long t = 0, block = 0, with_lens = 0;
     Result r;
-    if (std::sscanf(child.c_str(), "%ld,%ld", &t, &block) == 2) r = AnalyzeOnce(dir, t, block);
+    if (std::sscanf(child.c_str(), "%ld,%ld,%ld", &t, &block, &with_lens) == 3) {
+      r = AnalyzeOnce(dir, t, block, with_lens != 0);
+    }
     ReturnResult(fd, &r, sizeof r);
   }
   std::printf("Llama shape, random weights: %ld layers, %ld query / %ld key-value heads, "
@@ -178,8 +199,14 @@ int main(int argc, char** argv) {
     const int64_t block = attnscope::model::QueryBlockRows(0, kHeads, t, t);
     PrintRow("auto", t, block, InChild(t, 0, threads));
   }
+  for (int64_t t : lens) {
+    if (t < 1 || t > kPositions) continue;
+    const int64_t block = attnscope::model::QueryBlockRows(0, kHeads, t, t);
+    PrintRow("lens", t, block, InChild(t, 0, threads, true));
+  }
   std::printf("\nwhole: each layer's attention at once (--block-size T); auto: the default "
-              "(--block-size 0), blocks of the printed rows.\npeak MiB: VmHWM of the child (a fresh process); "
+              "(--block-size 0), blocks of the printed rows; lens: auto plus the logit lens of "
+              "every position.\npeak MiB: VmHWM of the child (a fresh process); "
               "+MiB run: over its resident size after loading the model; keep-all MiB: what a "
               "run keeping every tensor needs = attn MiB (L*H*T*T*4 bytes) + h+z MiB (hidden "
               "states (L+1)*T*D*4 and logits T*V*4)\n");
