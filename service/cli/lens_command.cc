@@ -91,6 +91,11 @@ absl::StatusOr<LensArgs> ParseArgs(const std::vector<std::string>& args) {
   }
   a.positions = a.flags.Get("positions", "last");
   a.queries = a.flags.Get("rollout-queries", "last");
+  // Every query's row after every layer would be L T^2 numbers.
+  if (a.queries == "all") {
+    return absl::InvalidArgumentError(
+        "--rollout-queries takes last or a list such as 0,5,10-13, not all (L x T x T numbers)");
+  }
   // Checked here for the syntax; against the prompt's length once it is known.
   for (const auto& [flag, text] : {std::pair<std::string, std::string>{"--positions", a.positions},
                                    {"--rollout-queries", a.queries}}) {

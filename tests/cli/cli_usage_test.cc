@@ -93,6 +93,7 @@ TEST(CliExitCodeTest, EveryUsageErrorExitsWithTwo) {
       {{"lens", "--text", "hi", "--top", "0"}, 2, "--top"},
       {{"lens", "--text", "hi", "--chunk-rows", "0"}, 2, "--chunk-rows"},
       {{"lens", "--text", "hi", "--rollout-queries", "3"}, 2, "need --rollout"},
+      {{"lens", "--text", "hi", "--rollout", "--rollout-queries", "all"}, 2, "not all"},
       {{"lens", "--text", "hi", "--rollout", "--no-lens", "--top", "3"}, 2,
        "which --no-lens leaves out"},
       {{"lens", "--text", "hi", "--bogus"}, 2, "unknown flag --bogus"},
