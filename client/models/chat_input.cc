@@ -15,7 +15,45 @@ const char kFormats[] =
     "write 'user: ...' lines (roles system, user, assistant, tool, developer) or paste JSON "
     "[{\"role\": ..., \"content\": ...}]";
 
-bool parseJsonChat(const QString& text, QVector<ChatMessageInput>* messages, QString* error) {
+// The object's "chat_template_kwargs" with its "tools" added, as compact
+// JSON ("" for none).
+bool parseTemplateKwargs(const QJsonObject& object, QString* kwargs, QString* error) {
+  QJsonObject variables;
+  const QJsonValue given = object.value(QStringLiteral("chat_template_kwargs"));
+  if (!given.isUndefined()) {
+    if (!given.isObject()) {
+      return fail(error, QStringLiteral("chat JSON: \"chat_template_kwargs\" is not an object of "
+                                        "template variables (e.g. {\"enable_thinking\": false})"));
+    }
+    variables = given.toObject();
+  }
+  for (const char* own : {"messages", "add_generation_prompt"}) {
+    if (variables.contains(QLatin1String(own))) {
+      return fail(error, QStringLiteral("chat JSON: \"%1\" is the request's own, not a template "
+                                        "variable (use the checkbox for add_generation_prompt)")
+                             .arg(QLatin1String(own)));
+    }
+  }
+  const QJsonValue tools = object.value(QStringLiteral("tools"));
+  if (!tools.isUndefined()) {
+    if (variables.contains(QStringLiteral("tools"))) {
+      return fail(error, QStringLiteral("chat JSON: \"tools\" given twice (beside the messages "
+                                        "and in chat_template_kwargs); keep one"));
+    }
+    variables.insert(QStringLiteral("tools"), tools);
+  }
+  if (variables.contains(QStringLiteral("tools")) &&
+      !variables.value(QStringLiteral("tools")).isArray()) {
+    return fail(error, QStringLiteral("chat JSON: \"tools\" is not an array of tool definitions"));
+  }
+  *kwargs = variables.isEmpty()
+                ? QString()
+                : QString::fromUtf8(QJsonDocument(variables).toJson(QJsonDocument::Compact));
+  return true;
+}
+
+bool parseJsonChat(const QString& text, QVector<ChatMessageInput>* messages, QString* error,
+                   QString* templateKwargs) {
   QJsonParseError parse;
   const QJsonDocument document = QJsonDocument::fromJson(text.toUtf8(), &parse);
   if (parse.error != QJsonParseError::NoError) {
@@ -30,6 +68,9 @@ bool parseJsonChat(const QString& text, QVector<ChatMessageInput>* messages, QSt
       return fail(error, QStringLiteral("chat JSON: an object needs a \"messages\" array"));
     }
     array = inner.toArray();
+    QString kwargs;
+    if (!parseTemplateKwargs(document.object(), &kwargs, error)) return false;
+    if (templateKwargs != nullptr) *templateKwargs = kwargs;
   }
   if (array.isEmpty()) return fail(error, QStringLiteral("chat JSON: no messages"));
   for (int i = 0; i < array.size(); ++i) {
@@ -88,13 +129,18 @@ bool parseLineChat(const QString& text, QVector<ChatMessageInput>* messages, QSt
 
 }  // namespace
 
-bool parseChat(const QString& text, QVector<ChatMessageInput>* messages, QString* error) {
+bool parseChat(const QString& text, QVector<ChatMessageInput>* messages, QString* error,
+               QString* templateKwargs) {
   messages->clear();
+  if (templateKwargs != nullptr) templateKwargs->clear();
   const QString trimmed = text.trimmed();
   const bool ok = trimmed.startsWith(QLatin1Char('[')) || trimmed.startsWith(QLatin1Char('{'))
-                      ? parseJsonChat(trimmed, messages, error)
+                      ? parseJsonChat(trimmed, messages, error, templateKwargs)
                       : parseLineChat(text, messages, error);
-  if (!ok) messages->clear();
+  if (!ok) {
+    messages->clear();
+    if (templateKwargs != nullptr) templateKwargs->clear();
+  }
   return ok;
 }
 

@@ -12,6 +12,7 @@ void setChat(const ChatInput& chat, v1::Conversation* conversation) {
     message->set_content(m.content.toStdString());
   }
   conversation->set_add_generation_prompt(chat.addGenerationPrompt);
+  conversation->set_template_kwargs_json(chat.templateKwargs.toStdString());
 }
 
 template <typename Request>

@@ -60,8 +60,9 @@ SendPanel::SendPanel(QWidget* parent)
   m_chat->setObjectName(QStringLiteral("chatCheck"));
   m_chat->setToolTip(
       tr("The prompt box holds a conversation, one message per 'role: content' line "
-         "(continued on the lines below it), or JSON [{\"role\": …, \"content\": …}]; "
-         "the server renders it with the model's chat template"));
+         "(continued on the lines below it), or JSON [{\"role\": …, \"content\": …}] "
+         "(or {\"messages\": […], \"chat_template_kwargs\": {\"enable_thinking\": false}, "
+         "\"tools\": […]}); the server renders it with the model's chat template"));
   m_generationPrompt->setObjectName(QStringLiteral("generationPromptCheck"));
   m_generationPrompt->setToolTip(
       tr("End the rendered chat with the assistant's header (add_generation_prompt), "
@@ -196,7 +197,7 @@ SendRequest SendPanel::currentRequest(QString* error) const {
   }
   if (m_chat->isChecked()) {
     QString problem;
-    if (!parseChat(request.text, &request.chat.messages, &problem)) {
+    if (!parseChat(request.text, &request.chat.messages, &problem, &request.chat.templateKwargs)) {
       if (error != nullptr) *error = problem;
       return SendRequest();
     }

@@ -188,4 +188,54 @@ absl::StatusOr<nlohmann::json> ParseMessages(std::string_view json_text, const s
   return json;
 }
 
+absl::Status CheckTemplateKwargs(const nlohmann::json& kwargs, const std::string& origin) {
+  if (!kwargs.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        origin, ": expected a JSON object of template variables, e.g. {\"enable_thinking\": false}"));
+  }
+  for (const char* own : {"messages", "add_generation_prompt"}) {
+    if (kwargs.contains(own)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          origin, ": \"", own, "\" is the request's own, not a template variable to set here"));
+    }
+  }
+  if (kwargs.contains("tools") && !kwargs["tools"].is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(origin, ": \"tools\": expected a JSON array of tool definitions"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<nlohmann::json> ParseTemplateKwargs(std::string_view json_text,
+                                                   const std::string& origin) {
+  nlohmann::json kwargs;
+  try {
+    kwargs = nlohmann::json::parse(json_text.begin(), json_text.end());
+  } catch (const nlohmann::json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(origin, ": invalid JSON: ", e.what()));
+  }
+  ATTNSCOPE_RETURN_IF_ERROR(CheckTemplateKwargs(kwargs, origin));
+  return kwargs;
+}
+
+absl::StatusOr<nlohmann::json> ConversationKwargs(const nlohmann::json& conversation,
+                                                  const std::string& origin) {
+  nlohmann::json kwargs = nlohmann::json::object();
+  if (!conversation.is_object()) return kwargs;
+  if (conversation.contains("chat_template_kwargs")) {
+    kwargs = conversation["chat_template_kwargs"];
+    ATTNSCOPE_RETURN_IF_ERROR(CheckTemplateKwargs(kwargs, origin + ": chat_template_kwargs"));
+  }
+  if (conversation.contains("tools")) {
+    if (kwargs.contains("tools")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(origin, ": \"tools\" given twice (beside the messages and in "
+                               "chat_template_kwargs); keep one"));
+    }
+    kwargs["tools"] = conversation["tools"];
+    ATTNSCOPE_RETURN_IF_ERROR(CheckTemplateKwargs(kwargs, origin));
+  }
+  return kwargs;
+}
+
 }  // namespace attnscope::chat_template

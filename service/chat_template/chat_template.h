@@ -67,4 +67,20 @@ absl::StatusOr<ModelChatTemplate> LoadModelChatTemplate(const std::string& direc
 // (or {"messages": [...]}). InvalidArgument naming `origin` and the entry.
 absl::StatusOr<nlohmann::json> ParseMessages(std::string_view json_text, const std::string& origin);
 
+// Extra template variables, as Hugging Face's apply_chat_template(**kwargs)
+// and vLLM's chat_template_kwargs pass them (e.g. {"enable_thinking":
+// false}, {"tools": [...]}): a JSON object whose "tools", if present, is an
+// array; messages and add_generation_prompt are the request's own and cannot
+// be set this way. InvalidArgument naming `origin` and the key otherwise.
+absl::Status CheckTemplateKwargs(const nlohmann::json& kwargs, const std::string& origin);
+// CheckTemplateKwargs of JSON text (--chat-template-kwargs, the proto field).
+absl::StatusOr<nlohmann::json> ParseTemplateKwargs(std::string_view json_text,
+                                                   const std::string& origin);
+// The variables a conversation object carries beside its "messages" (a
+// --chat file or a JSONL line, laid out as vLLM's request body): its
+// "chat_template_kwargs" plus its "tools"; {} when it has neither or is an
+// array of messages.
+absl::StatusOr<nlohmann::json> ConversationKwargs(const nlohmann::json& conversation,
+                                                  const std::string& origin);
+
 }  // namespace attnscope::chat_template

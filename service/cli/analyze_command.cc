@@ -39,7 +39,7 @@ top predictions (see service/analysis/definitions.md).
   --text TEXT        the prompt as text (needs the model's tokenizer); special
                      tokens are added as Hugging Face does by default
                      (Llama's BOS; nothing for GPT-2); --text - reads stdin
-  --text-file FILE   the prompt from a file (any UTF-8 without NUL bytes)
+  --text-file FILE   the prompt from a file (any UTF-8, NUL included)
   --no-special-tokens  with a text prompt: add no special tokens
   --ids 1,2,3        the prompt as token ids
   --ids-file FILE    token ids from a file (commas or whitespace; - = stdin)

@@ -50,6 +50,9 @@ failed gives {"id", "line", "error"} and the run goes on.
                       --output (results and errors) and append the rest
   --format F          auto (default: JSONL when the first line starts with
                       '{'), jsonl or text
+  --shard I/N         only the prompts whose position among the input's
+                      lines is I modulo N (0 <= I < N): N runs with I = 0..N-1
+                      cover every prompt once (deploy/kubernetes/batch)
   --model DIR|NAME    model directory (default: the bundled tiny-gpt2); with
                       --server, a served model's name (default: the server's)
   --concurrency N     with --server: requests in flight (default: 2 per
@@ -76,6 +79,7 @@ struct BatchArgs {
   Flags flags;
   engine::AnalysisSettings settings;
   InputFormat format = InputFormat::kAuto;
+  Shard shard;
   int concurrency = 1;
   int retries = 5;
   int top_k = 0;
@@ -93,7 +97,8 @@ absl::StatusOr<BatchArgs> ParseArgs(const std::vector<std::string>& args,
   BatchArgs a;
   std::vector<FlagSpec> specs = {{"input"},   {"output"},      {"resume", false},
                                  {"format"},  {"model"},       {"concurrency"},
-                                 {"retries"}, {"top-predictions"}, {"deadline"}};
+                                 {"retries"}, {"top-predictions"}, {"deadline"},
+                                 {"shard"}};
   for (FlagSpec& spec : AnalysisSettingsFlagSpecs()) specs.push_back(std::move(spec));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.flags, Flags::Parse(args, specs));
   for (const char* name : {"input", "output"}) {
@@ -102,6 +107,9 @@ absl::StatusOr<BatchArgs> ParseArgs(const std::vector<std::string>& args,
     }
   }
   ATTNSCOPE_ASSIGN_OR_RETURN(a.format, ParseInputFormat(a.flags.Get("format", "auto")));
+  if (a.flags.Has("shard")) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(a.shard, ParseShard(a.flags.Get("shard")));
+  }
   ATTNSCOPE_ASSIGN_OR_RETURN(a.settings, ParseAnalysisSettings(a.flags));
   if (server.empty()) {
     for (const char* name : {"concurrency", "retries"}) {
@@ -230,6 +238,7 @@ int RunBatch(const std::vector<std::string>& args, const std::string& server) {
   BatchArgs& a = *parsed;
   auto items = ReadBatchInput(a.flags.Get("input"), a.format);
   if (!items.ok()) return RuntimeError("batch", items.status());
+  *items = TakeShard(std::move(*items), a.shard);
   // The model loads before the output is touched: a bad --model changes nothing.
   std::unique_ptr<engine::ModelBundle> bundle;
   std::unique_ptr<rpc::RemoteClient> client;
@@ -241,6 +250,7 @@ int RunBatch(const std::vector<std::string>& args, const std::string& server) {
     client = std::make_unique<rpc::RemoteClient>(server, RemoteSecurity());
     rpc::CallOptions options;
     options.deadline_seconds = a.deadline;
+    options.batch = true;
     client->SetCallOptions(options);
   }
   auto writer = BatchWriter::Open(a.flags.Get("output"), a.flags.Has("resume"));

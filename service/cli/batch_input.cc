@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "service/chat_template/chat_template.h"
 #include "service/core/utf8.h"
@@ -26,8 +27,10 @@ absl::Status PromptOfObject(const json& line, rpc::PromptSpec* spec) {
         "give exactly one of \"text\" (a string), \"messages\" ([{\"role\", \"content\"}, ...]) "
         "or \"ids\" (token ids)");
   }
-  if (line.contains("add_generation_prompt") && !line.contains("messages")) {
-    return absl::InvalidArgumentError("\"add_generation_prompt\" goes with \"messages\" only");
+  for (const char* key : {"add_generation_prompt", "chat_template_kwargs", "tools"}) {
+    if (line.contains(key) && !line.contains("messages")) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", key, "\" goes with \"messages\" only"));
+    }
   }
   if (line.contains("add_special_tokens") && !line.contains("text")) {
     return absl::InvalidArgumentError("\"add_special_tokens\" goes with \"text\" only");
@@ -51,6 +54,9 @@ absl::Status PromptOfObject(const json& line, rpc::PromptSpec* spec) {
     if (!messages.ok()) return messages.status();
     spec->chat = *std::move(messages);
     spec->add_generation_prompt = line.value("add_generation_prompt", false);
+    absl::StatusOr<json> kwargs = chat_template::ConversationKwargs(line, "the line");
+    if (!kwargs.ok()) return kwargs.status();
+    spec->chat_kwargs = *std::move(kwargs);
     return absl::OkStatus();
   }
   const json& ids = line["ids"];
@@ -117,6 +123,34 @@ absl::StatusOr<InputFormat> ParseInputFormat(const std::string& name) {
   if (name == "text") return InputFormat::kText;
   return absl::InvalidArgumentError(
       absl::StrCat("--format '", name, "' is not one of auto (the default), jsonl or text"));
+}
+
+absl::StatusOr<Shard> ParseShard(const std::string& text) {
+  const auto invalid = [&text] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--shard '", text, "' is not INDEX/COUNT with 0 <= INDEX < COUNT <= 1000000 (e.g. 0/4)"));
+  };
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos) return invalid();
+  Shard shard;
+  if (!absl::SimpleAtoi(text.substr(0, slash), &shard.index) ||
+      !absl::SimpleAtoi(text.substr(slash + 1), &shard.count)) {
+    return invalid();
+  }
+  if (shard.count < 1 || shard.count > 1000000 || shard.index < 0 || shard.index >= shard.count) {
+    return invalid();
+  }
+  return shard;
+}
+
+std::vector<BatchItem> TakeShard(std::vector<BatchItem> items, const Shard& shard) {
+  if (shard.count == 1) return items;
+  std::vector<BatchItem> taken;
+  for (size_t i = static_cast<size_t>(shard.index); i < items.size();
+       i += static_cast<size_t>(shard.count)) {
+    taken.push_back(std::move(items[i]));
+  }
+  return taken;
 }
 
 absl::StatusOr<std::vector<BatchItem>> ReadBatchInput(const std::string& path,

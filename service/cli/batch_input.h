@@ -31,13 +31,29 @@ struct BatchItem {
 // non-blank line starts with '{', plain text otherwise. A JSONL line must
 // be an object with exactly one of "text" (a non-empty string), "messages"
 // (a conversation, [{"role", "content"}, ...]) or "ids" (token ids); it may
-// add "add_generation_prompt" (with messages) and "add_special_tokens" (with
-// text); other keys are ignored. A line that breaks these rules is an item
+// add "add_generation_prompt", "chat_template_kwargs" (an object of template
+// variables) and "tools" (an array) with messages, and "add_special_tokens"
+// with text; other keys are ignored. A line that breaks these rules is an item
 // with `error` set (the run records it and goes on). A plain-text line is a
 // prompt whose id is its line number (a trailing CR is dropped).
 // Errors (nothing runs): the file cannot be read, or two lines have the same
 // id (the message names both lines).
 absl::StatusOr<std::vector<BatchItem>> ReadBatchInput(const std::string& path,
                                                       InputFormat format);
+
+// One of `count` disjoint parts of a dataset (--shard INDEX/COUNT): the items
+// whose 0-based position among the input's non-blank lines is INDEX modulo
+// COUNT, so that COUNT runs (a Kubernetes indexed Job) cover every line once.
+struct Shard {
+  int64_t index = 0;
+  int64_t count = 1;
+};
+
+// "INDEX/COUNT" with 0 <= INDEX < COUNT <= 1,000,000; InvalidArgument naming
+// --shard otherwise.
+absl::StatusOr<Shard> ParseShard(const std::string& text);
+
+// The items of `shard`, in input order.
+std::vector<BatchItem> TakeShard(std::vector<BatchItem> items, const Shard& shard);
 
 }  // namespace attnscope::cli

@@ -140,6 +140,7 @@ std::vector<FlagSpec> PromptFlagSpecs() {
           {"ids-file"},
           {"chat"},
           {"add-generation-prompt", false},
+          {"chat-template-kwargs"},
           {"no-special-tokens", false}};
 }
 
@@ -165,8 +166,15 @@ absl::Status CheckPromptFlags(const Flags& flags) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a file name"));
     }
   }
-  if (flags.Has("add-generation-prompt") && !flags.Has("chat")) {
-    return absl::InvalidArgumentError("--add-generation-prompt needs --chat FILE");
+  for (const char* name : {"add-generation-prompt", "chat-template-kwargs"}) {
+    if (flags.Has(name) && !flags.Has("chat")) {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs --chat FILE"));
+    }
+  }
+  if (flags.Has("chat-template-kwargs")) {
+    ATTNSCOPE_RETURN_IF_ERROR(chat_template::ParseTemplateKwargs(flags.Get("chat-template-kwargs"),
+                                                                 "--chat-template-kwargs")
+                                  .status());
   }
   if (flags.Has("no-special-tokens") && !flags.Has("text") && !flags.Has("text-file")) {
     return absl::InvalidArgumentError(
@@ -184,11 +192,6 @@ absl::Status LoadPromptSources(Flags& flags) {
   if (!text_path.empty()) {
     const std::string what = SourceName(flags.Has("text-file") ? "--text-file" : "--text", text_path);
     ATTNSCOPE_ASSIGN_OR_RETURN(std::string text, ReadSource(text_path, what, "text"));
-    const size_t nul = text.find('\0');
-    if (nul != std::string::npos) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": NUL byte at byte ", nul, "; a prompt is text (give binary data as --ids-file)"));
-    }
     ATTNSCOPE_RETURN_IF_ERROR(ValidateUtf8(text, what));
     flags.Erase("text-file");
     flags.Set("text", std::move(text));
@@ -203,13 +206,29 @@ absl::Status LoadPromptSources(Flags& flags) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<nlohmann::json> ChatFromFlags(const Flags& flags) {
+absl::Status ChatFromFlags(const Flags& flags, rpc::PromptSpec* spec) {
   const std::string path = flags.Get("chat");
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("--chat ", path, ": cannot open the file"));
   std::ostringstream text;
   text << in.rdbuf();
-  return chat_template::ParseMessages(text.str(), path);
+  ATTNSCOPE_ASSIGN_OR_RETURN(spec->chat, chat_template::ParseMessages(text.str(), path));
+  // The file's own variables ({"messages": [...], "chat_template_kwargs": ...}),
+  // then the flag's over them.
+  nlohmann::json file;
+  try {
+    file = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception&) {
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(spec->chat_kwargs, chat_template::ConversationKwargs(file, path));
+  if (flags.Has("chat-template-kwargs")) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(
+        const nlohmann::json kwargs,
+        chat_template::ParseTemplateKwargs(flags.Get("chat-template-kwargs"), "--chat-template-kwargs"));
+    for (const auto& [key, value] : kwargs.items()) spec->chat_kwargs[key] = value;
+  }
+  spec->add_generation_prompt = flags.Has("add-generation-prompt");
+  return absl::OkStatus();
 }
 
 absl::StatusOr<engine::Prompt> PromptFromSpec(const engine::ModelBundle& bundle,
@@ -218,7 +237,7 @@ absl::StatusOr<engine::Prompt> PromptFromSpec(const engine::ModelBundle& bundle,
     return engine::PromptFromText(bundle, *spec.text, spec.add_special_tokens.value_or(true));
   }
   if (spec.chat.has_value()) {
-    return engine::PromptFromChat(bundle, *spec.chat, spec.add_generation_prompt);
+    return engine::PromptFromChat(bundle, *spec.chat, spec.add_generation_prompt, spec.chat_kwargs);
   }
   return engine::PromptFromIds(bundle, spec.ids);
 }

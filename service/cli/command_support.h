@@ -67,16 +67,19 @@ std::vector<FlagSpec> WithPromptFlags(std::vector<FlagSpec> specs);
 absl::Status CheckPromptFlags(const Flags& flags);
 
 // Reads the prompt of --text -, --text-file or --ids-file into --text or
-// --ids (the others pass unchanged). The text may be any UTF-8 without NUL
-// bytes. InvalidArgument (a runtime error: the input is bad, not the command
-// line) naming the file (or "stdin") for a file that cannot be read, no
-// content, a NUL byte or invalid UTF-8 (with the byte offset), or a
-// malformed id list.
+// --ids (the others pass unchanged). The text may be any UTF-8, NUL
+// included (Hugging Face's tokenizers encode it). InvalidArgument (a runtime
+// error: the input is bad, not the command line) naming the file (or
+// "stdin") for a file that cannot be read, no content, invalid UTF-8 (with
+// the byte offset), or a malformed id list.
 absl::Status LoadPromptSources(Flags& flags);
 
-// The messages of --chat FILE (chat_template::ParseMessages); errors name
-// the file.
-absl::StatusOr<nlohmann::json> ChatFromFlags(const Flags& flags);
+// The conversation of --chat FILE into `spec`: its messages
+// (chat_template::ParseMessages), --add-generation-prompt, and its template
+// variables: the file's "chat_template_kwargs" and "tools" when it is an
+// object, then --chat-template-kwargs over them. Errors name the file or
+// the flag.
+absl::Status ChatFromFlags(const Flags& flags, rpc::PromptSpec* spec);
 
 // A prompt as a request spells it (text, chat or ids) resolved against a
 // local model, as the server resolves it.

@@ -28,7 +28,7 @@ most likely other tokens (the alternatives; never the chosen token itself).
                        --server, a model name from 'attnscope models'
   --text TEXT          the prompt as text (- reads it from stdin); special
                        tokens added as Hugging Face does by default
-  --text-file FILE     the prompt from a file (any UTF-8 without NUL bytes)
+  --text-file FILE     the prompt from a file (any UTF-8, NUL included)
   --no-special-tokens  with a text prompt: add no special tokens
   --ids 1,2,3          the prompt as token ids
   --ids-file FILE      token ids from a file (commas or whitespace; - = stdin)

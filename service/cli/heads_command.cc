@@ -39,7 +39,7 @@ that copies the repeat has a much lower loss on the second half).
                      text's tokens (no special tokens) + the same tokens
                      again, so n is the text's token count; --text - reads
                      stdin
-  --text-file FILE   the same with the text of FILE (any UTF-8 without NUL)
+  --text-file FILE   the same with the text of FILE (any UTF-8)
   --top K            top heads listed per kind (default 5)
   --json             machine-readable output (grids as [layer][head])
   --threads N        intra-op threads (default: all cores; not with --server)

@@ -41,7 +41,7 @@ absl::StatusOr<ProbeOptions> ParseProbeOptions(const Flags& flags);
 
 // Reads the text of --text -, --text-file or --text into options->text (a
 // runtime error, naming the file or stdin, for a file that cannot be read,
-// no content, a NUL byte or invalid UTF-8). Nothing to do for other probes.
+// no content or invalid UTF-8). Nothing to do for other probes.
 absl::Status ReadProbeText(const Flags& flags, ProbeOptions* options);
 
 // Draws, reads or tokenizes the probe and checks it against the model

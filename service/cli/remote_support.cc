@@ -85,8 +85,7 @@ absl::StatusOr<rpc::PromptSpec> PromptSpecFromFlags(const Flags& flags) {
     return spec;
   }
   if (flags.Has("chat")) {
-    ATTNSCOPE_ASSIGN_OR_RETURN(spec.chat, ChatFromFlags(flags));
-    spec.add_generation_prompt = flags.Has("add-generation-prompt");
+    ATTNSCOPE_RETURN_IF_ERROR(ChatFromFlags(flags, &spec));
     return spec;
   }
   ATTNSCOPE_ASSIGN_OR_RETURN(spec.ids, ParseIdList(flags.Get("ids"), "--ids"));

@@ -24,7 +24,7 @@ format), else vocab.json + merges.txt (GPT-2), else tokenizer.model
   --text TEXT              the text to tokenize (UTF-8; - reads stdin); the
                            tokenizer's special tokens are added as Hugging Face
                            does by default (Llama's BOS; nothing for GPT-2)
-  --text-file FILE         the text from a file (any UTF-8 without NUL bytes)
+  --text-file FILE         the text from a file (any UTF-8, NUL included)
   --no-special-tokens      with a text: add no special tokens
   --chat FILE              a conversation, JSON [{"role": ..., "content": ...}],
                            rendered with DIR's chat template (tokenizer_config.json

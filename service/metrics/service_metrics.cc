@@ -56,7 +56,15 @@ constexpr double kQueueWaitBuckets[] = {0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0
                                         2.5,    5,     10,    30,   60,   120, 300,  600, 1800};
 
 const char* OriginLabel(ServiceMetrics::Origin origin) {
-  return origin == ServiceMetrics::Origin::kDashboard ? "dashboard" : "user";
+  switch (origin) {
+    case ServiceMetrics::Origin::kDashboard:
+      return "dashboard";
+    case ServiceMetrics::Origin::kBatch:
+      return "batch";
+    case ServiceMetrics::Origin::kUser:
+      break;
+  }
+  return "user";
 }
 
 template <std::size_t N>
@@ -93,7 +101,7 @@ struct ServiceMetrics::Impl {
   Families families;  // Filled by the initializers below, in their order.
   Family<Counter>& requests =
       CounterFamily(*registry, families, "attnscope_requests_total",
-                    "Finished RPCs by method (rpc), model, origin (user or dashboard) and gRPC "
+                    "Finished RPCs by method (rpc), model, origin (user, dashboard or batch) and gRPC "
                     "status code name (code).");
   Family<Histogram>& request_duration = HistogramFamily(
       *registry, families, "attnscope_request_duration_seconds",

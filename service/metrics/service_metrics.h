@@ -31,7 +31,7 @@ class ServiceMetrics {
 
   // Where a request came from (label origin): a user, or a dashboard fetching
   // details of a request it already shows.
-  enum class Origin { kUser, kDashboard };
+  enum class Origin { kUser, kDashboard, kBatch };
 
   // A finished RPC: rpc in {ListModels, Analyze, Generate, Subscribe,
   // Tokenize, ScanHeads, Ablate}, model a served model's name ("" when the

@@ -34,6 +34,7 @@ void SetPrompt(const PromptSpec& spec, Request* request) {
       message->set_content(m.value("content", ""));
     }
     chat->set_add_generation_prompt(spec.add_generation_prompt);
+    if (!spec.chat_kwargs.empty()) chat->set_template_kwargs_json(spec.chat_kwargs.dump());
   } else {
     request->mutable_ids()->mutable_ids()->Assign(spec.ids.begin(), spec.ids.end());
   }
@@ -270,6 +271,7 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
   request.set_model(model);
   SetPrompt(prompt, &request);
   SetOptions(settings, request.mutable_options());
+  if (impl_->call_options.batch) request.set_origin(v1::REQUEST_ORIGIN_BATCH);
 
   grpc::ClientContext context;
   ApplyDeadline(impl_->call_options, &context);

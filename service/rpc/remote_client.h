@@ -29,6 +29,8 @@ struct PromptSpec {
   // A conversation [{"role","content"}, ...] for the model's chat template.
   std::optional<nlohmann::json> chat;
   bool add_generation_prompt = false;
+  // Chat only: extra template variables (chat_template_kwargs, tools).
+  nlohmann::json chat_kwargs = nlohmann::json::object();
   std::optional<bool> add_special_tokens;  // text only; unset: the server's default (true)
 };
 
@@ -68,6 +70,9 @@ struct CallOptions {
   // first step is slow); never called when the first event comes in time.
   std::function<void()> on_slow_start;
   double slow_start_seconds = 1.0;
+  // Analyze requests are a dataset's prompts (`attnscope batch`): the server
+  // counts them with the metrics label origin="batch".
+  bool batch = false;
 };
 
 class RemoteClient {

@@ -44,9 +44,14 @@ absl::Status RequestScope::StopStatus(const std::string& where) const {
 void RequestScope::SetOrigin(attnscope::v1::RequestOrigin origin) { finished_.set_origin(origin); }
 
 metrics::ServiceMetrics::Origin RequestScope::metrics_origin() const {
-  return finished_.origin() == attnscope::v1::REQUEST_ORIGIN_DASHBOARD
-             ? metrics::ServiceMetrics::Origin::kDashboard
-             : metrics::ServiceMetrics::Origin::kUser;
+  switch (finished_.origin()) {
+    case attnscope::v1::REQUEST_ORIGIN_DASHBOARD:
+      return metrics::ServiceMetrics::Origin::kDashboard;
+    case attnscope::v1::REQUEST_ORIGIN_BATCH:
+      return metrics::ServiceMetrics::Origin::kBatch;
+    default:
+      return metrics::ServiceMetrics::Origin::kUser;
+  }
 }
 
 void RequestScope::SetOptions(const attnscope::v1::AnalyzeOptions& options) {

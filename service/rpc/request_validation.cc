@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "service/chat_template/chat_template.h"
 #include "service/core/status_macros.h"
 #include "service/core/utf8.h"
 #include "service/engine/streaming_cache.h"
@@ -82,7 +83,12 @@ absl::StatusOr<engine::Prompt> PromptFromChat(const v1::Conversation& chat,
                                                    "' has no usable chat template: ",
                                                    bundle.chat_template_status.message()));
   }
-  auto prompt = engine::PromptFromChat(bundle, messages, chat.add_generation_prompt());
+  nlohmann::json kwargs = nlohmann::json::object();
+  if (!chat.template_kwargs_json().empty()) {
+    ATTNSCOPE_ASSIGN_OR_RETURN(kwargs, chat_template::ParseTemplateKwargs(
+                                           chat.template_kwargs_json(), "chat.template_kwargs_json"));
+  }
+  auto prompt = engine::PromptFromChat(bundle, messages, chat.add_generation_prompt(), kwargs);
   if (!prompt.ok()) return Prefixed(prompt.status(), "chat: ");
   return prompt;
 }

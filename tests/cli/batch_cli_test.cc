@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "nlohmann/json.hpp"
 #include "tests/cli/run_cli.h"
 #include "tests/common/json_compare.h"
@@ -87,20 +88,30 @@ TEST(BatchCliTest, LocalResultsEqualAnalyzeAndBadLinesBecomeErrorLines) {
       "batch-in.jsonl",
       TextLine("cat", kTexts[0]) + "{\"id\": \"ids\", \"ids\": [464, 3797, 3332, 319]}\n" +
           "this line is not JSON\n" + "{\"id\": \"oov\", \"ids\": [1, 50257]}\n" +
-          "{\"id\": [1], \"text\": \"an array is no id\"}\n\n" + TextLine("dogs", kTexts[1]));
+          "{\"id\": [1], \"text\": \"an array is no id\"}\n\n" + TextLine("dogs", kTexts[1]) +
+          "{\"id\": \"kw\", \"text\": \"x\", \"chat_template_kwargs\": {\"a\": 1}}\n" +
+          "{\"id\": \"tools\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+          "\"tools\": {}}\n");
   const std::string output = test::UniqueTempPath("batch-out.jsonl");
   const testing::CliResult r = RunCli({"batch", "--input", input, "--output", output});
   EXPECT_EQ(r.exit_code, 1) << r.err;  // some lines failed
-  EXPECT_NE(r.err.find("batch: 6 prompts"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("3 ok, 3 errors"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("batch: 8 prompts"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("3 ok, 5 errors"), std::string::npos) << r.err;
   const std::vector<json> lines = ReadLines(output);
-  ASSERT_EQ(lines.size(), 6u);
+  ASSERT_EQ(lines.size(), 8u);
   std::map<std::string, json> by_id;
   for (const json& line : lines) by_id[line["id"].dump()] = line;
   EXPECT_EQ(by_id["3"]["line"], 3);  // no id of its own: its line number
   EXPECT_NE(by_id["3"]["error"].get<std::string>().find("not a JSON object"), std::string::npos);
   EXPECT_NE(by_id["\"oov\""]["error"].get<std::string>().find("50257"), std::string::npos);
   EXPECT_NE(by_id["5"]["error"].get<std::string>().find("\"id\""), std::string::npos);
+  EXPECT_NE(by_id["\"kw\""]["error"].get<std::string>().find(
+                "\"chat_template_kwargs\" goes with \"messages\" only"),
+            std::string::npos)
+      << by_id["\"kw\""].dump();
+  EXPECT_NE(by_id["\"tools\""]["error"].get<std::string>().find("\"tools\": expected a JSON array"),
+            std::string::npos)
+      << by_id["\"tools\""].dump();
 
   const std::map<std::string, std::vector<std::string>> prompts = {
       {"\"cat\"", {"--text", kTexts[0]}},
@@ -151,6 +162,12 @@ TEST(BatchCliTest, RefusalsChangeNothing) {
   r = RunCli({"batch", "--input", good, "--output", output, "--concurrency", "3"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--concurrency applies with --server only"), std::string::npos) << r.err;
+  for (const char* shard : {"4/4", "-1/4", "0/0", "1", "a/b", "0/4/1"}) {
+    r = RunCli({"batch", "--input", good, "--output", output, "--shard", shard});
+    EXPECT_EQ(r.exit_code, 2) << shard;
+    EXPECT_NE(r.err.find("is not INDEX/COUNT"), std::string::npos) << shard << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(output));
 }
 
 int CountLines(const std::string& path) {
@@ -277,6 +294,23 @@ TEST(BatchReplicaKillTest, AReplicaKilledMidBatchLosesNoPrompt) {
   std::cout << "\n";
 }
 
+// attnscope_requests_total{rpc="Analyze",origin=ORIGIN,code="OK"} in a
+// /metrics body; 0 when absent, -1 when unreadable.
+int AnalyzeCount(const std::string& metrics, const std::string& origin) {
+  std::istringstream lines(metrics);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("attnscope_requests_total{", 0) == 0 &&
+        line.find("rpc=\"Analyze\"") != std::string::npos &&
+        line.find("origin=\"" + origin + "\"") != std::string::npos &&
+        line.find("code=\"OK\"") != std::string::npos) {
+      double value = 0;
+      if (!absl::SimpleAtod(line.substr(line.rfind(' ') + 1), &value)) return -1;
+      return static_cast<int>(value);
+    }
+  }
+  return 0;
+}
+
 // Three replicas of the bundled model, started once for the suite.
 class BatchReplicasTest : public ::testing::Test {
  protected:
@@ -326,6 +360,16 @@ TEST_F(BatchReplicasTest, SpreadsPromptsEvenlyAndGivesTheLocalNumbers) {
   }
   for (const auto* replica : replicas_) {
     EXPECT_EQ(per_replica.count("ipv4:" + replica->address()), 1u) << replica->address();
+    // Each replica counted its prompts as a dataset's (the Grafana panel
+    // "Dataset runs"), none as a user's.
+    const std::string metrics_address = replica->metrics_address();
+    const std::string body =
+        metrics::testing::HttpGet(std::stoi(metrics_address.substr(metrics_address.rfind(':') + 1)),
+                                  "/metrics")
+            .body;
+    EXPECT_EQ(AnalyzeCount(body, "batch"), per_replica["ipv4:" + replica->address()])
+        << replica->address();
+    EXPECT_EQ(AnalyzeCount(body, "user"), 0) << replica->address();
   }
   // The first six prompts locally: the same numbers.
   const std::string local_input = WriteFile("batch-local.jsonl", Prompts(6));

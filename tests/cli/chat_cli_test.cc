@@ -123,6 +123,59 @@ TEST(TokenizeCli, ChatPrintsTheRenderedTextAndItsIds) {
   std::filesystem::remove(file);
 }
 
+// Qwen3's render with enable_thinking=False (Hugging Face's reference ids),
+// asked for with --chat-template-kwargs or inside the --chat file as vLLM's
+// request body carries it; without it the default render (thinking on).
+TEST(TokenizeCli, ChatTemplateKwargsGiveHuggingFacesRender) {
+  const json chat =
+      json::parse(ReadAll(kTokenizers + "/qwen3/qwen3_chat.json"))["chat"];
+  const json* off = nullptr;
+  const json* on = nullptr;
+  for (const json& render : chat["renders"]) {
+    if (!render["add_generation_prompt"].get<bool>()) continue;
+    (render.value("enable_thinking", true) ? on : off) = &render;
+  }
+  ASSERT_NE(off, nullptr);
+  ASSERT_NE(on, nullptr);
+  ASSERT_NE((*off)["tokenize_true_ids"], (*on)["tokenize_true_ids"]);
+  const std::string qwen3 = kTokenizers + "/qwen3";
+  const std::string messages = WriteChatFile(chat["messages"]);
+  const std::string with_kwargs = WriteChatFile(
+      {{"messages", chat["messages"]}, {"chat_template_kwargs", {{"enable_thinking", false}}}});
+  const std::vector<std::pair<std::vector<std::string>, const json*>> runs = {
+      {{"--chat", messages}, on},
+      {{"--chat", messages, "--chat-template-kwargs", R"({"enable_thinking": false})"}, off},
+      {{"--chat", with_kwargs}, off},
+      // The flag over the file's variables.
+      {{"--chat", with_kwargs, "--chat-template-kwargs", R"({"enable_thinking": true})"}, on},
+  };
+  for (const auto& [flags, expected] : runs) {
+    std::vector<std::string> args = {"tokenize", "--model", qwen3, "--add-generation-prompt", "--json"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = RunCli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const json out = json::parse(r.out);
+    EXPECT_EQ(out["text"], (*expected)["tokenize_false_text"]) << flags.back();
+    EXPECT_EQ(out["ids"], (*expected)["tokenize_true_ids"]) << flags.back();
+  }
+  // Refused before anything runs.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--text", "hi", "--chat-template-kwargs", "{}"}, "--chat-template-kwargs needs --chat FILE"},
+      {{"--chat", messages, "--chat-template-kwargs", "[]"}, "expected a JSON object"},
+      {{"--chat", messages, "--chat-template-kwargs", R"({"add_generation_prompt": true})"},
+       "\"add_generation_prompt\" is the request's own"},
+  };
+  for (const auto& [flags, message] : refused) {
+    std::vector<std::string> args = {"tokenize", "--model", qwen3};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const auto r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << message;
+    EXPECT_THAT(r.err, HasSubstr(message));
+  }
+  std::filesystem::remove(messages);
+  std::filesystem::remove(with_kwargs);
+}
+
 TEST(AnalyzeCli, ChatOnALlama3TokenizedModelMarksTheTemplateStructural) {
   const std::string model = TinyLlama3TokenizedModel();
   const std::string file = WriteChatFile(Llama3Chat()["messages"]);

@@ -117,9 +117,12 @@ TEST_F(PromptInputTest, PromptsBeyondTheArgumentLimitWorkThroughFileAndStdin) {
 }
 
 TEST_F(PromptInputTest, FilesThatAreNotTextPromptsAreRuntimeErrors) {
-  const auto nul = RunCli({"analyze", "--text-file", Write("nul.txt", std::string("ab\0cd", 5))});
-  EXPECT_EQ(nul.exit_code, 1);
-  EXPECT_THAT(nul.err, HasSubstr("nul.txt: NUL byte at byte 2"));
+  // A NUL byte is text: GPT-2's byte-level BPE maps byte 0 to "\u0100" (id
+  // 188 of the vocabulary), between "ab" (397) and "cd" (10210).
+  const auto nul =
+      RunCli({"tokenize", "--text-file", Write("nul.txt", std::string("ab\0cd", 5)), "--json"});
+  ASSERT_EQ(nul.exit_code, 0) << nul.err;
+  EXPECT_EQ(json::parse(nul.out)["ids"], json::parse("[397, 188, 10210]"));
   const auto bad = RunCli({"analyze", "--text-file", Write("bad.txt", "ok \xff")});
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_THAT(bad.err, HasSubstr("bad.txt: invalid UTF-8 at byte 3"));

@@ -70,6 +70,18 @@ class ChatInputTest : public QObject {
                                        << "chat JSON message 1: \"content\" is not a string";
     QTest::newRow("json object without messages") << R"({"role": "user"})"
                                                   << "needs a \"messages\" array";
+    QTest::newRow("kwargs not an object")
+        << R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": [1]})"
+        << "\"chat_template_kwargs\" is not an object";
+    QTest::newRow("kwargs set the request's own")
+        << R"({"messages": [{"role": "user", "content": "a"}], "chat_template_kwargs": {"add_generation_prompt": true}})"
+        << "\"add_generation_prompt\" is the request's own";
+    QTest::newRow("tools not an array")
+        << R"({"messages": [{"role": "user", "content": "a"}], "tools": {}})"
+        << "\"tools\" is not an array";
+    QTest::newRow("tools twice")
+        << R"({"messages": [{"role": "user", "content": "a"}], "tools": [], "chat_template_kwargs": {"tools": []}})"
+        << "\"tools\" given twice";
   }
 
   void refuses() {
@@ -80,6 +92,26 @@ class ChatInputTest : public QObject {
     QVERIFY(!parseChat(text, &parsed, &error));
     QVERIFY2(error.contains(errorPart), qPrintable(error));
     QVERIFY(parsed.isEmpty());
+  }
+
+  // The JSON object form's template variables, as vLLM's request body has
+  // them; the other forms have none.
+  void templateKwargs() {
+    Messages parsed;
+    QString error;
+    QString kwargs = QStringLiteral("stale");
+    QVERIFY2(parseChat(QStringLiteral(R"({"messages": [{"role": "user", "content": "a"}],
+        "chat_template_kwargs": {"enable_thinking": false}, "tools": [{"name": "f"}]})"),
+                       &parsed, &error, &kwargs),
+             qPrintable(error));
+    QCOMPARE(parsed.size(), 1);
+    QCOMPARE(kwargs, QStringLiteral(R"({"enable_thinking":false,"tools":[{"name":"f"}]})"));
+    QVERIFY2(parseChat(QStringLiteral("user: a"), &parsed, &error, &kwargs), qPrintable(error));
+    QVERIFY(kwargs.isEmpty());
+    QVERIFY2(parseChat(QStringLiteral(R"({"messages": [{"role": "user", "content": "a"}]})"), &parsed,
+                       &error, &kwargs),
+             qPrintable(error));
+    QVERIFY(kwargs.isEmpty());
   }
 
   void preview() {

@@ -41,6 +41,7 @@ ChatInput chat() {
   ChatInput c;
   c.messages = {{QStringLiteral("user"), QStringLiteral("hi")}};
   c.addGenerationPrompt = true;
+  c.templateKwargs = QStringLiteral(R"({"enable_thinking":false})");
   return c;
 }
 
@@ -76,6 +77,7 @@ class DashboardControllerTest : public QObject {
     QCOMPARE(byChat.chat().messages_size(), 1);
     QCOMPARE(byChat.chat().messages(0).role(), std::string("user"));
     QVERIFY(byChat.chat().add_generation_prompt());
+    QCOMPARE(byChat.chat().template_kwargs_json(), std::string(R"({"enable_thinking":false})"));
     QVERIFY(byChat.text().empty());
   }
 

@@ -82,6 +82,11 @@ bool ChildProcess::ReadLine(std::string* line, double timeout_seconds) {
 int ChildProcess::Stop(double timeout_seconds) {
   if (pid_ <= 0) return -1;
   kill(pid_, SIGTERM);
+  return Wait(timeout_seconds);
+}
+
+int ChildProcess::Wait(double timeout_seconds) {
+  if (pid_ <= 0) return -1;
   int status = 0;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1e3));
@@ -95,6 +100,14 @@ int ChildProcess::Stop(double timeout_seconds) {
   }
   pid_ = -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string ReadAfter(ChildProcess& process, const std::string& prefix, double timeout_seconds) {
+  std::string line;
+  while (process.ReadLine(&line, timeout_seconds)) {
+    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
+  }
+  return "";
 }
 
 int ChildProcess::Kill() {

@@ -25,6 +25,9 @@ class ChildProcess {
   // SIGTERM, then SIGKILL after `timeout_seconds`; returns the exit code
   // (128 + signal if killed by one).
   int Stop(double timeout_seconds);
+  // Waits up to `timeout_seconds` for the process to end by itself (then
+  // SIGKILL); returns the exit code as Stop does.
+  int Wait(double timeout_seconds);
   // SIGKILL (a crash: nothing is drained), waits for the exit; returns
   // 128 + SIGKILL, or -1 if the process was already stopped.
   int Kill();
@@ -38,6 +41,12 @@ class ChildProcess {
   std::string stdout_buffer_;
   std::string stderr_path_;
 };
+
+// The rest of the first stdout line of `process` that starts with `prefix`
+// (lines before it are skipped); "" if none comes within `timeout_seconds`
+// a line.
+std::string ReadAfter(ChildProcess& process, const std::string& prefix,
+                      double timeout_seconds = 120);
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bound and released).
 int FreeLoopbackPort();

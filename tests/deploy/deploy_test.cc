@@ -170,6 +170,11 @@ TEST(DeployTest, RequestPanelsSplitByModelAndOrigin) {
   }
   EXPECT_THAT(queries.at("Request rate by model, rpc and code/B"),
               HasSubstr(R"(origin="dashboard")"));
+  // `attnscope batch` traffic (origin="batch") in a panel of its own.
+  for (const char* where : {"Dataset runs (attnscope batch)/A", "Dataset runs (attnscope batch)/B"}) {
+    EXPECT_THAT(queries.at(where), HasSubstr(R"(origin="batch")"));
+    EXPECT_THAT(queries.at(where), HasSubstr(R"(rpc="Analyze")"));
+  }
 }
 
 TEST(DeployTest, AlertsNameOnlyRegisteredMetrics) {
@@ -280,8 +285,8 @@ TEST(DeployTest, DashboardQueriesAreValidPromQL) {
   int n = 0;
   for (const auto& [where, expr] : DashboardQueries(Dashboard())) {
     if (where.front() == '$') continue;  // label_values() is Grafana's, not PromQL.
-    const std::string promql = ReplaceAll(
-        ReplaceAll(ReplaceAll(expr, "$__rate_interval", "5m"), "$model", ".*"), "$instance", ".*");
+    std::string promql = ReplaceAll(ReplaceAll(expr, "$__rate_interval", "5m"), "$__range", "6h");
+    promql = ReplaceAll(ReplaceAll(promql, "$model", ".*"), "$instance", ".*");
     rules += "      - record: dashboard:query" + std::to_string(n++) +
              "\n        expr: " + nlohmann::json(promql).dump() + "\n";
   }

@@ -114,7 +114,8 @@ TEST(KubernetesTest, EveryDocumentParsesAndIsAKubernetesObject) {
 TEST(KubernetesTest, KustomizationsListExactlyTheFilesThere) {
   std::vector<fs::path> dirs = Applicable();
   for (const fs::path& component : KustomizationDirs("components")) dirs.push_back(component);
-  EXPECT_GE(dirs.size(), 7u);  // base, 5 overlays, the models-volume component
+  dirs.push_back(kDir / "batch");
+  EXPECT_GE(dirs.size(), 8u);  // base, 5 overlays, the models-volume component, the batch Job
   for (const fs::path& dir : dirs) {
     const YAML::Node k = LoadDocuments(dir / "kustomization.yaml")[0];
     EXPECT_EQ(k["kind"].as<std::string>(),
@@ -284,6 +285,89 @@ TEST(KubernetesTest, DashboardConfigMapIsTheDashboardWithTheSidecarLabel) {
       << "deploy/kubernetes/base/" << source
       << " differs from deploy/grafana-dashboard.json: cp deploy/grafana-dashboard.json "
          "deploy/kubernetes/base/";
+}
+
+// deploy/kubernetes/batch (tests/deploy/batch_job_test.cc runs its pods):
+// an indexed Job whose pods reach every replica through the base's headless
+// Service, on the server's image, one shard per index, resuming after a
+// restart, writing to a claim every pod can write to at once.
+TEST(KubernetesTest, BatchJobShardsTheDatasetOverTheHeadlessService) {
+  const fs::path dir = kDir / "batch";
+  const std::vector<nlohmann::json> objects = testing::RenderKustomization(dir);
+  const nlohmann::json job = testing::FindObject(objects, "Job", "attnscope-batch");
+  ASSERT_TRUE(job.is_object());
+  const nlohmann::json& spec = job["spec"];
+  EXPECT_EQ(spec["completionMode"], "Indexed");
+  EXPECT_EQ(spec["suspend"], true);  // started once the dataset is on the claim
+  const int shards = spec["completions"].get<int>();
+  EXPECT_EQ(spec["parallelism"].get<int>(), shards);
+  const nlohmann::json& pod = spec["template"]["spec"];
+  EXPECT_EQ(pod["restartPolicy"], "OnFailure");
+  const nlohmann::json& container = pod["containers"][0];
+
+  const nlohmann::json server_pod = testing::FindObject(
+      testing::RenderKustomization(kBase), "Deployment", "attnscope")["spec"]["template"]["spec"];
+  EXPECT_EQ(container["image"], server_pod["containers"][0]["image"]);
+  EXPECT_EQ(pod["securityContext"]["runAsUser"], server_pod["securityContext"]["runAsUser"]);
+
+  const std::vector<std::string> args = container["args"].get<std::vector<std::string>>();
+  ASSERT_GE(args.size(), 2u);
+  const BaseManifests base;
+  const YAML::Node headless = base.Get("Service", "attnscope-headless");
+  ASSERT_TRUE(headless.IsMap());
+  EXPECT_EQ(headless["spec"]["clusterIP"].as<std::string>(), "None");
+  int grpc_port = 0;
+  for (const YAML::Node& port : headless["spec"]["ports"]) {
+    if (port["name"].as<std::string>() == "grpc") grpc_port = port["port"].as<int>();
+  }
+  EXPECT_EQ(args[0], "--server=dns:///attnscope-headless:" + std::to_string(grpc_port));
+  EXPECT_EQ(args[1], "batch");
+  const std::multimap<std::string, std::string> flags =
+      ParseFlags(std::vector<std::string>(args.begin() + 2, args.end()));
+  std::string index_variable;
+  for (const nlohmann::json& env : container["env"]) {
+    if (env["valueFrom"]["fieldRef"]["fieldPath"] ==
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']") {
+      index_variable = "$(" + env["name"].get<std::string>() + ")";
+    }
+  }
+  ASSERT_FALSE(index_variable.empty());
+  EXPECT_EQ(FlagValue(flags, "shard"), index_variable + "/" + std::to_string(shards));
+  EXPECT_NE(FlagValue(flags, "output").find(index_variable), std::string::npos);
+  EXPECT_EQ(flags.count("resume"), 1u);
+
+  // --input and --output on the claim, which this kustomization declares.
+  std::string claim, claim_volume, mount;
+  for (const nlohmann::json& volume : pod["volumes"]) {
+    if (volume.contains("persistentVolumeClaim")) {
+      claim_volume = volume["name"];
+      claim = volume["persistentVolumeClaim"]["claimName"];
+    }
+  }
+  for (const nlohmann::json& volume_mount : container["volumeMounts"]) {
+    if (volume_mount["name"] == claim_volume) mount = volume_mount["mountPath"];
+  }
+  ASSERT_FALSE(mount.empty());
+  for (const char* name : {"input", "output"}) {
+    EXPECT_EQ(FlagValue(flags, name).rfind(mount + "/", 0), 0u) << name;
+  }
+  const nlohmann::json pvc = testing::FindObject(objects, "PersistentVolumeClaim", claim);
+  ASSERT_TRUE(pvc.is_object()) << claim;
+  EXPECT_EQ(pvc["spec"]["accessModes"][0], "ReadWriteMany");
+
+  // The server's NetworkPolicy admits the Job's pods to the gRPC port: a
+  // rule from every pod of the namespace.
+  bool admitted = false;
+  for (const YAML::Node& rule : base.Get("NetworkPolicy", "attnscope")["spec"]["ingress"]) {
+    for (const YAML::Node& from : rule["from"]) {
+      const bool any_pod = from["podSelector"] && from["podSelector"].size() == 0 &&
+                           !from["namespaceSelector"];
+      for (const YAML::Node& port : rule["ports"]) {
+        admitted = admitted || (any_pod && port["port"].as<std::string>() == "grpc");
+      }
+    }
+  }
+  EXPECT_TRUE(admitted);
 }
 
 TEST(KubernetesTest, OverlaysPatchWhatTheBaseHas) {

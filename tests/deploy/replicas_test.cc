@@ -37,6 +37,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using metrics::testing::ChildProcess;
+using metrics::testing::ReadAfter;
 
 constexpr int kReplicas = 3;
 constexpr int kClientThreads = 3;
@@ -46,15 +47,6 @@ struct Replica {
   std::string address;          // gRPC, 127.0.0.1:PORT
   std::string metrics_address;  // 127.0.0.1:PORT
 };
-
-// The part after `prefix` of the first stdout line that starts with it.
-std::string ReadAfter(ChildProcess& process, const std::string& prefix) {
-  std::string line;
-  while (process.ReadLine(&line, 120)) {
-    if (line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
-  }
-  return "";
-}
 
 // Starts attnscope-server on the given addresses (port 0 picks one).
 ::testing::AssertionResult StartReplica(const std::string& listen,

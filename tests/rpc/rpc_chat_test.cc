@@ -102,5 +102,45 @@ TEST_F(RpcChatTest, ConversationsAreRenderedAndTheirMarkersAreStructural) {
   EXPECT_TRUE(StillServes());
 }
 
+// chat.template_kwargs_json reaches the template as variables (Qwen3's
+// enable_thinking, as vLLM's chat_template_kwargs); a malformed one is
+// INVALID_ARGUMENT naming the field, and the server goes on serving.
+TEST_F(RpcChatTest, TemplateKwargsAreTheTemplatesVariables) {
+  const nlohmann::json config = {
+      {"eos_token", "<|endoftext|>"},
+      {"chat_template",
+       "{% for m in messages %}{{ '<|im_start|>' + m.role + '\\n' + m.content + '<|im_end|>\\n' }}"
+       "{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+       "{% if enable_thinking is defined and enable_thinking is false %}{{ '<think></think>' }}"
+       "{% endif %}{% endif %}"}};
+  const std::string chatml = BundledWith("thinking", {{"tokenizer_config.json", config.dump()}});
+  StartServer({"--model", "thinking=" + chatml});
+  auto text_of = [](const AnalyzeResult& result) {
+    std::string text;
+    for (const std::string& piece : result.events.front().tokens().texts()) text += piece;
+    return text;
+  };
+  const AnalyzeResult plain = RunAnalyze(*stub_, ChatRequest("thinking", true));
+  ASSERT_TRUE(plain.status.ok()) << plain.status.error_message();
+  v1::AnalyzeRequest request = ChatRequest("thinking", true);
+  request.mutable_chat()->set_template_kwargs_json(R"({"enable_thinking": false})");
+  const AnalyzeResult no_thinking = RunAnalyze(*stub_, request);
+  ASSERT_TRUE(no_thinking.status.ok()) << no_thinking.status.error_message();
+  EXPECT_EQ(text_of(no_thinking), text_of(plain) + "<think></think>");
+
+  for (const auto& [kwargs, message] : std::vector<std::pair<std::string, std::string>>{
+           {"[1]", "expected a JSON object of template variables"},
+           {"{\"enable_thinking\": ", "invalid JSON"},
+           {R"({"messages": []})", "\"messages\" is the request's own"},
+           {R"({"tools": {}})", "\"tools\": expected a JSON array"}}) {
+    v1::AnalyzeRequest bad = ChatRequest("thinking", true);
+    bad.mutable_chat()->set_template_kwargs_json(kwargs);
+    const grpc::Status status = RunAnalyze(*stub_, bad).status;
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << kwargs;
+    EXPECT_THAT(status.error_message(), HasSubstr("chat.template_kwargs_json: " + message)) << kwargs;
+  }
+  EXPECT_TRUE(StillServes());
+}
+
 }  // namespace
 }  // namespace attnscope::testing
