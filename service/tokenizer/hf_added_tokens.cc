@@ -29,8 +29,9 @@ absl::StatusOr<std::vector<AddedToken>> ParseAddedTokens(const nlohmann::json& j
     AddedToken t;
     auto id = e.find("id");
     if (id == e.end() || !id->is_number_unsigned() ||
-        id->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
-      return Malformed(file, path + ".id", "expected a non-negative integer");
+        id->get<uint64_t>() > static_cast<uint64_t>(kMaxTokenId)) {
+      return Malformed(file, path + ".id",
+                       absl::StrCat("expected an integer in [0, ", kMaxTokenId, "]"));
     }
     t.id = id->get<int32_t>();
     ATTNSCOPE_ASSIGN_OR_RETURN(t.content, StringField(e, "content", path, file));

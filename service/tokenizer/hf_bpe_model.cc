@@ -62,9 +62,9 @@ absl::Status BpeModel::Impl::ParseVocab(const nlohmann::json& json, const std::s
   vocab.reserve(it->size());
   for (const auto& [token, value] : it->items()) {
     if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
-        value.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+        value.get<int64_t>() > kMaxTokenId) {
       return Malformed(file, absl::StrCat("model.vocab[\"", token, "\"]"),
-                       "expected a non-negative integer id");
+                       absl::StrCat("expected an integer id in [0, ", kMaxTokenId, "]"));
     }
     const auto id = value.get<int32_t>();
     vocab.emplace(token, id);

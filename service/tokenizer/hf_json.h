@@ -2,6 +2,7 @@
 // the file and the JSON path.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,11 @@ inline absl::Status UnsupportedType(const std::string& file, const std::string& 
   return absl::InvalidArgumentError(
       absl::StrCat(file, ": ", path, ".type \"", type, "\" is not supported"));
 }
+
+// The largest token id a tokenizer.json may use (vocab and added tokens):
+// the id -> token tables are as long as the largest id, so a stray huge id
+// would cost gigabytes. Real vocabularies stay far below (Gemma's 256,000).
+inline constexpr int64_t kMaxTokenId = (int64_t{1} << 22) - 1;
 
 // "FILE: PATH: WHAT".
 inline absl::Status Malformed(const std::string& file, const std::string& path,

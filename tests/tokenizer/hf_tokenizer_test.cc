@@ -128,6 +128,27 @@ TEST(HfTokenizerErrors, MalformedFilesAreNamed) {
 }
 
 // Found by tokenizer_json_fuzz (tests/fuzz/corpus/tokenizer_json_fuzz/
+// regression_huge_vocab_id): an id near 2^31 in model.vocab or added_tokens
+// sized the id -> token tables by it (tens of GB, out of memory) instead of
+// being refused.
+TEST(HfTokenizerErrors, HugeTokenIdsAreRefusedByName) {
+  auto tok = HfTokenizer::Parse(
+      R"({"model":{"type":"BPE","vocab":{"a":0,"b":690000000},"merges":[]}})", "t.json");
+  ASSERT_FALSE(tok.ok());
+  EXPECT_EQ(tok.status().message(),
+            "t.json: model.vocab[\"b\"]: expected an integer id in [0, 4194303]");
+  tok = Llama2With("added_tokens", nlohmann::json::parse(
+      R"([{"id":2147483000,"content":"<x>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true}])"));
+  ASSERT_FALSE(tok.ok());
+  EXPECT_EQ(tok.status().message(),
+            "tokenizer.json: added_tokens[0].id: expected an integer in [0, 4194303]");
+  // The largest id allowed still loads.
+  tok = HfTokenizer::Parse(
+      R"({"model":{"type":"BPE","vocab":{"a":0,"b":4194303},"merges":[]}})", "t.json");
+  EXPECT_TRUE(tok.ok()) << tok.status();
+}
+
+// Found by tokenizer_json_fuzz (tests/fuzz/corpus/tokenizer_json_fuzz/
 // regression_post_processor_id_gap): a TemplateProcessing id that names no
 // token (here the gap below a sparse added token) loaded, and every encoding
 // with special tokens then carried an id that nothing could decode.
