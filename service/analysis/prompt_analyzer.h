@@ -29,11 +29,22 @@ class LayerListener {
                            const std::vector<double>& norms) = 0;
 };
 
-struct AnalysisOptions {
+// What a caller chooses of the statistics: carried unchanged from the
+// command line or a request (engine::AnalysisSettings) to the analyzer
+// (AnalysisOptions), both of which are these settings and more.
+struct AnalyzerSettings {
   // Sink threshold on the z-score.
   double threshold = 6.0;
   // Sink-epsilon's cut on the first-token importance (PromptStats::sink_eps).
   double sink_epsilon = 0.3;
+  // The most likely next tokens reported per position (0: none).
+  int64_t top_k = 5;
+  // Told after each layer (not owned; may be null).
+  LayerListener* layer_listener = nullptr;
+};
+
+// The settings and what the engine works out for one prompt.
+struct AnalysisOptions : AnalyzerSettings {
   // Structural positions (see structural.h); entries outside [0, T) are
   // ignored. Taken as given: position 0 is only structural if listed.
   std::vector<int64_t> structural = {0};
@@ -45,10 +56,6 @@ struct AnalysisOptions {
   // The sequence's token ids ([T]); when given, the surprisal of each actual
   // next token is reported. Empty: not reported.
   std::vector<int64_t> input_ids;
-  // The most likely next tokens reported per position (0: none).
-  int64_t top_k = 5;
-  // Told after each layer (not owned; may be null).
-  LayerListener* layer_listener = nullptr;
   // Take each head of an attention block as the runtime computes it, on the
   // thread that computed it (Needs().attention_by_head), while it is still
   // in that core's cache. false: whole blocks after the kernel (the same

@@ -93,38 +93,38 @@ void MarkChatml(const std::vector<std::string>& token_bytes, std::vector<bool>* 
 
 }  // namespace
 
-absl::StatusOr<Template> ParseTemplate(std::string_view name) {
-  if (name == "none") return Template::kNone;
-  if (name == "chatml") return Template::kChatml;
-  if (name == "auto") return Template::kAuto;
-  if (name == "chat") return Template::kChat;
+absl::StatusOr<Structure> ParseStructure(std::string_view name) {
+  if (name == "none") return Structure::kNone;
+  if (name == "chatml") return Structure::kChatml;
+  if (name == "auto") return Structure::kAuto;
+  if (name == "chat") return Structure::kChat;
   return absl::InvalidArgumentError(absl::StrCat("template: unknown value \"", std::string(name),
                                                  "\"; expected none, chatml, auto or chat"));
 }
 
-std::string_view TemplateName(Template t) {
+std::string_view StructureName(Structure t) {
   switch (t) {
-    case Template::kNone:
+    case Structure::kNone:
       return "none";
-    case Template::kChatml:
+    case Structure::kChatml:
       return "chatml";
-    case Template::kAuto:
+    case Structure::kAuto:
       return "auto";
-    case Template::kChat:
+    case Structure::kChat:
       return "chat";
   }
   return "none";
 }
 
-Template ResolveTemplate(const std::vector<std::string>& token_bytes, Template t, bool is_chat) {
-  if (t != Template::kAuto) return t;
-  if (is_chat) return Template::kChat;
-  return MakeLayout(token_bytes).text.find(kImStart) != std::string::npos ? Template::kChatml
-                                                                         : Template::kNone;
+Structure ResolveStructure(const std::vector<std::string>& token_bytes, Structure t, bool is_chat) {
+  if (t != Structure::kAuto) return t;
+  if (is_chat) return Structure::kChat;
+  return MakeLayout(token_bytes).text.find(kImStart) != std::string::npos ? Structure::kChatml
+                                                                         : Structure::kNone;
 }
 
 std::vector<int64_t> StructuralPositions(const std::vector<std::string>& token_bytes,
-                                         const std::vector<bool>& is_special, Template t,
+                                         const std::vector<bool>& is_special, Structure t,
                                          const std::vector<bool>& from_template) {
   const size_t num_tokens = token_bytes.size();
   std::vector<bool> structural(num_tokens, false);
@@ -132,9 +132,9 @@ std::vector<int64_t> StructuralPositions(const std::vector<std::string>& token_b
   for (size_t i = 0; i < num_tokens && i < is_special.size(); ++i) {
     if (is_special[i]) structural[i] = true;
   }
-  const Template resolved = ResolveTemplate(token_bytes, t, !from_template.empty());
-  if (resolved == Template::kChatml) MarkChatml(token_bytes, &structural);
-  if (resolved == Template::kChat) {
+  const Structure resolved = ResolveStructure(token_bytes, t, !from_template.empty());
+  if (resolved == Structure::kChatml) MarkChatml(token_bytes, &structural);
+  if (resolved == Structure::kChat) {
     for (size_t i = 0; i < num_tokens && i < from_template.size(); ++i) {
       if (from_template[i]) structural[i] = true;
     }

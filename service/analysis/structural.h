@@ -12,7 +12,11 @@
 
 namespace attnscope::analysis {
 
-enum class Template {
+// The structure a prompt's positions are read with: which tokens are fixed
+// by a template rather than said. ("Structure" throughout the C++ code; the
+// request's field and the --template flag keep their names. The Jinja chat
+// template that renders a conversation is service/chat_template/'s.)
+enum class Structure {
   kNone,    // position 0 and special tokens only
   kChatml,  // plus ChatML markers, role names and their newlines
   kAuto,    // kChat for a prompt rendered from a conversation, else kChatml
@@ -23,10 +27,10 @@ enum class Template {
 
 // Parses the setting string "none", "chatml", "auto" or "chat" (exact, lower case);
 // InvalidArgument naming the value and the accepted ones otherwise.
-absl::StatusOr<Template> ParseTemplate(std::string_view name);
+absl::StatusOr<Structure> ParseStructure(std::string_view name);
 
 // "none", "chatml", "auto" or "chat".
-std::string_view TemplateName(Template t);
+std::string_view StructureName(Structure t);
 
 // Structural positions of a prompt, sorted and unique, all in [0, T) with
 // T = token_bytes.size():
@@ -45,13 +49,13 @@ std::string_view TemplateName(Template t);
 //    from a message's content). Empty from_template: no such tokens.
 // token_bytes[i] are the raw bytes of token i (Tokenizer::TokenBytes).
 std::vector<int64_t> StructuralPositions(const std::vector<std::string>& token_bytes,
-                                         const std::vector<bool>& is_special, Template t,
+                                         const std::vector<bool>& is_special, Structure t,
                                          const std::vector<bool>& from_template = {});
 
 // The template kAuto resolves to for these tokens: kChat when `is_chat` (the
 // prompt was rendered from a conversation), else by the ChatML markers
 // (kNone, kChatml and kChat are returned unchanged).
-Template ResolveTemplate(const std::vector<std::string>& token_bytes, Template t,
+Structure ResolveStructure(const std::vector<std::string>& token_bytes, Structure t,
                          bool is_chat = false);
 
 }  // namespace attnscope::analysis

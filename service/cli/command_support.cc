@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,8 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "service/engine/tensor_pieces.h"
 #include "service/chat_template/chat_template.h"
 #include "service/cli/remote_support.h"
 #include "service/core/status_macros.h"
@@ -124,7 +127,7 @@ absl::StatusOr<engine::AnalysisSettings> ParseAnalysisSettings(const Flags& flag
         flags.Get("sink-epsilon"), "'"));
   }
   ATTNSCOPE_ASSIGN_OR_RETURN(settings.structure,
-                             analysis::ParseTemplate(flags.Get("template", "auto")));
+                             analysis::ParseStructure(flags.Get("template", "auto")));
   ATTNSCOPE_ASSIGN_OR_RETURN(settings.query_block_size,
                              flags.GetInt("block-size", 0, 0, int64_t{1} << 30));
   ATTNSCOPE_RETURN_IF_ERROR(flags.GetInt("threads", 0, 1, 1024).status());

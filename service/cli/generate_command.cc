@@ -204,12 +204,9 @@ int RunRemote(const GenerateArgs& a, const std::string& server) {
   if (!remote.ok()) return RuntimeError("generate", ExplainDeadline(remote.status(), a.deadline));
   int64_t num_heads = 0;  // only needed to nest sink scores
   if (a.settings.layer_sink_scores) {
-    auto models = client.ListModels();
-    if (!models.ok()) return RuntimeError("generate", models.status());
-    const std::string name = RemoteModelName(a.flags);  // "": the server's first (default)
-    for (const rpc::ModelDescription& m : *models) {
-      if (m.name == name || (name.empty() && &m == &models->front())) num_heads = m.num_heads;
-    }
+    auto shape = RemoteShape(client, RemoteModelName(a.flags));
+    if (!shape.ok()) return RuntimeError("generate", shape.status());
+    num_heads = shape->second;
   }
   Print(a, remote->prompt, std::move(remote->result), remote->tokens_per_second, num_heads);
   return kExitOk;

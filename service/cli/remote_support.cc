@@ -144,4 +144,15 @@ std::function<bool()> LocalDeadline(double deadline_seconds) {
   return [end] { return std::chrono::steady_clock::now() > end; };
 }
 
+absl::StatusOr<std::pair<int64_t, int64_t>> RemoteShape(rpc::RemoteClient& client,
+                                                        const std::string& name) {
+  ATTNSCOPE_ASSIGN_OR_RETURN(const std::vector<rpc::ModelDescription> models,
+                             client.ListModels());
+  for (const rpc::ModelDescription& m : models) {
+    if (name.empty() || m.name == name) return std::make_pair(m.num_layers, m.num_heads);
+  }
+  return absl::NotFoundError(absl::StrCat("the server has no model '", name,
+                                          "' (see 'attnscope --server ... models')"));
+}
+
 }  // namespace attnscope::cli

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -54,6 +55,12 @@ rpc::CallOptions RemoteCallOptions(const std::string& command, const std::string
 // A deadline that passed (DeadlineExceeded remotely, Cancelled by the local
 // deadline) as a message naming --deadline; other errors unchanged.
 absl::Status ExplainDeadline(const absl::Status& status, double deadline_seconds);
+
+// The layers and heads of a served model as the server describes it: the
+// model named NAME, or the default (the first listed) for "". NotFound
+// naming NAME when the server has no such model.
+absl::StatusOr<std::pair<int64_t, int64_t>> RemoteShape(rpc::RemoteClient& client,
+                                                        const std::string& name);
 
 // A stop condition that turns true `deadline_seconds` after this call (never
 // when 0), for local runs.

@@ -30,17 +30,14 @@ absl::StatusOr<AnalysisRun> RunAnalysis(const ModelBundle& bundle, const Prompt&
                                         const AnalysisSettings& settings) {
   AnalysisRun run;
   run.structure =
-      analysis::ResolveTemplate(prompt.token_bytes, settings.structure, prompt.from_chat);
+      analysis::ResolveStructure(prompt.token_bytes, settings.structure, prompt.from_chat);
   analysis::AnalysisOptions options;
-  options.threshold = settings.threshold;
-  options.sink_epsilon = settings.sink_epsilon;
+  static_cast<analysis::AnalyzerSettings&>(options) = settings;
   options.structural =
       analysis::StructuralPositions(prompt.token_bytes, prompt.special, run.structure,
                                     prompt.from_template);
   options.want_value_norms = true;
   options.input_ids = prompt.ids;
-  options.top_k = settings.top_predictions;
-  options.layer_listener = settings.layer_listener;
   analysis::PromptAnalyzer analyzer(options);
 
   std::vector<model::ForwardObserver*> observers = {&analyzer};

@@ -18,10 +18,10 @@
 
 namespace attnscope::engine {
 
-struct AnalysisSettings {
-  double threshold = 6.0;  // sink threshold on the z-score
-  double sink_epsilon = 0.3;  // Sink-epsilon's cut on the first-token importance
-  analysis::Template structure = analysis::Template::kAuto;
+// The analyzer's settings (threshold, sink_epsilon, top_k, layer_listener)
+// and how the pass runs.
+struct AnalysisSettings : analysis::AnalyzerSettings {
+  analysis::Structure structure = analysis::Structure::kAuto;
   // Query rows per attention block (0: automatic, whole layers while a
   // layer's probabilities fit 8 MiB, else blocks that do; see
   // model::ForwardOptions). Results agree either way; blocks bound the
@@ -37,20 +37,16 @@ struct AnalysisSettings {
   // --server the same pieces come from the server's stream.
   TensorRequest tensor_request;
   TensorPieceSink* tensor_sink = nullptr;
-  // The most likely next tokens reported per position (PromptStats::top_predictions).
-  int64_t top_predictions = 5;
   // Checked before each layer; true aborts with CancelledError.
   std::function<bool()> should_stop;
   // More observers of the same forward pass (e.g. a per-layer streamer),
   // called after the analyzer for every event.
   std::vector<model::ForwardObserver*> extra_observers;
-  // Told by the analyzer after each layer, with its per-head numbers so far.
-  analysis::LayerListener* layer_listener = nullptr;
 };
 
 struct AnalysisRun {
   analysis::PromptStats stats;
-  analysis::Template structure = analysis::Template::kNone;  // after resolving kAuto
+  analysis::Structure structure = analysis::Structure::kNone;  // after resolving kAuto
   std::unique_ptr<model::FullRecorder> tensors;               // when record_tensors
   double forward_seconds = 0;
 };

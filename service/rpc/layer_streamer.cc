@@ -8,12 +8,6 @@
 #include "service/rpc/proto_convert.h"
 
 namespace attnscope::rpc {
-namespace {
-
-bool IsHalf(v1::TensorDtype dtype) { return dtype == v1::TENSOR_DTYPE_FLOAT16; }
-
-}  // namespace
-
 LayerStreamer::LayerStreamer(int64_t num_layers, int64_t num_heads, StreamOptions options,
                              Emit emit)
     : num_layers_(num_layers),
@@ -29,9 +23,9 @@ void LayerStreamer::AttachTo(engine::AnalysisSettings& settings) {
 model::ObserverNeeds LayerStreamer::Needs() const {
   model::ObserverNeeds needs;
   // The statistics come from the analyzer; raw rows only for streamed heads.
-  needs.attention = !options_.attention_layers.empty() && !options_.attention_heads.empty();
+  needs.attention = options_.tensors.attention.size() > 0;
   needs.hidden_states = true;
-  needs.logits = options_.logits;
+  needs.logits = options_.tensors.logits;
   return needs;
 }
 
@@ -43,9 +37,7 @@ void LayerStreamer::OnBegin(int sequence, int64_t num_tokens) {
 }
 
 bool LayerStreamer::Wanted(int layer, int64_t head) const {
-  const auto l = static_cast<size_t>(layer), h = static_cast<size_t>(head);
-  return l < options_.attention_layers.size() && options_.attention_layers[l] &&
-         h < options_.attention_heads.size() && options_.attention_heads[h];
+  return options_.tensors.attention.Has(layer, head);
 }
 
 void LayerStreamer::OnAttention(const model::AttentionBlock& b) {
@@ -59,7 +51,7 @@ void LayerStreamer::OnAttention(const model::AttentionBlock& b) {
   for (int64_t h = 0; h < num_heads_; ++h) {
     if (!Wanted(b.layer, h)) continue;
     std::vector<char>& tensor = tensors_[static_cast<size_t>(h)];
-    const size_t element = IsHalf(options_.dtype) ? 2 : 4;
+    const size_t element = options_.tensors.attention_float16 ? 2 : 4;
     tensor.resize(static_cast<size_t>(num_tokens_ * num_tokens_) * element, 0);
     CopyRows(b, h, tensor.data());
   }
@@ -68,7 +60,7 @@ void LayerStreamer::OnAttention(const model::AttentionBlock& b) {
 void LayerStreamer::CopyRows(const model::AttentionBlock& b, int64_t head, char* tensor) const {
   const int64_t t = num_tokens_, rows = b.query_end - b.query_begin;
   const float* src = b.probs + head * rows * t;  // (rows, T) of this head
-  if (!IsHalf(options_.dtype)) {
+  if (!options_.tensors.attention_float16) {
     std::memcpy(tensor + b.query_begin * t * 4, src, static_cast<size_t>(rows * t) * 4);
     return;
   }
@@ -81,7 +73,7 @@ void LayerStreamer::OnHiddenState(int sequence, int state, const float* x, int64
   // Counted even after a failed send (layers_emitted); Send drops the rest.
   if (sequence != 0 || state < 0 || state > num_layers_) return;
   if (num_tokens != num_tokens_ || x == nullptr || width < 1) return;
-  if (options_.hidden_states) {
+  if (options_.tensors.hidden_states) {
     EmitChunks("hidden_state", state, 0, {num_tokens, width}, v1::TENSOR_DTYPE_FLOAT32,
                reinterpret_cast<const char*>(x), num_tokens * width * 4);
   }
@@ -106,7 +98,7 @@ void LayerStreamer::EmitLayer(int layer, const analysis::HeadStats& heads,
 void LayerStreamer::EmitTensors(int layer) {
   const int64_t t = num_tokens_;
   const v1::TensorDtype dtype =
-      IsHalf(options_.dtype) ? v1::TENSOR_DTYPE_FLOAT16 : v1::TENSOR_DTYPE_FLOAT32;
+      options_.tensors.attention_float16 ? v1::TENSOR_DTYPE_FLOAT16 : v1::TENSOR_DTYPE_FLOAT32;
   for (int64_t h = 0; h < num_heads_; ++h) {
     std::vector<char>& tensor = tensors_[static_cast<size_t>(h)];
     if (!Wanted(layer, h) || tensor.empty()) continue;
@@ -118,7 +110,7 @@ void LayerStreamer::EmitTensors(int layer) {
 
 void LayerStreamer::OnLogits(int sequence, const float* logits, int64_t num_tokens,
                              int64_t vocab) {
-  if (sequence != 0 || failed_ || !options_.logits || logits == nullptr) return;
+  if (sequence != 0 || failed_ || !options_.tensors.logits || logits == nullptr) return;
   EmitChunks("logits", 0, 0, {num_tokens, vocab}, v1::TENSOR_DTYPE_FLOAT32,
              reinterpret_cast<const char*>(logits), num_tokens * vocab * 4);
 }

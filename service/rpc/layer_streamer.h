@@ -15,22 +15,18 @@
 #include "service/analysis/head_stats.h"
 #include "service/analysis/prompt_analyzer.h"
 #include "service/engine/analysis_run.h"
+#include "service/engine/tensor_pieces.h"
 #include "service/model/forward_observer.h"
 
 namespace attnscope::rpc {
 
+// What an Analyze stream carries besides the per-layer statistics: the
+// engine's tensor request (raw attention of layers x heads, as float16 or
+// float32; every hidden state and the logits, float32) and how it is sent.
 struct StreamOptions {
+  engine::TensorRequest tensors;
   bool hidden_state_norms = true;
-  // Raw attention to stream: (layer, head) pairs with layers[l] && heads[h].
-  // Empty vectors: none.
-  std::vector<bool> attention_layers;  // size L when attention is requested
-  std::vector<bool> attention_heads;   // size H when attention is requested
-  attnscope::v1::TensorDtype dtype = attnscope::v1::TENSOR_DTYPE_FLOAT32;
   int64_t chunk_bytes = 1 << 20;  // at most this much data per TensorChunk
-  // Every hidden state (TensorChunks "hidden_state", layer = state 0..L) and
-  // the logits (TensorChunks "logits"), float32, as they are published.
-  bool hidden_states = false;
-  bool logits = false;
 };
 
 class LayerStreamer : public model::ForwardObserver, public analysis::LayerListener {

@@ -206,7 +206,7 @@ v1::LayerStats LayerStatsToProto(int layer, const analysis::HeadStats& heads,
   return out;
 }
 
-v1::Summary SummaryToProto(const analysis::PromptStats& s, analysis::Template structure,
+v1::Summary SummaryToProto(const analysis::PromptStats& s, analysis::Structure structure,
                            const engine::Prompt& prompt) {
   v1::Summary out;
   out.set_health(s.health);
@@ -220,7 +220,7 @@ v1::Summary SummaryToProto(const analysis::PromptStats& s, analysis::Template st
   }
   Assign(s.structural, out.mutable_structural());
   out.set_threshold(s.threshold);
-  out.set_template_(std::string(analysis::TemplateName(structure)));
+  out.set_template_(std::string(analysis::StructureName(structure)));
   out.set_num_candidates(static_cast<int32_t>(s.num_candidates));
   Assign(s.received, out.mutable_received());
   Assign(s.z, out.mutable_z());

@@ -41,7 +41,7 @@ v1::LayerStats LayerStatsToProto(int layer, const analysis::HeadStats& heads,
 
 // Everything per prompt (timings are left for the caller). Sink texts come
 // from `prompt`.
-v1::Summary SummaryToProto(const analysis::PromptStats& stats, analysis::Template structure,
+v1::Summary SummaryToProto(const analysis::PromptStats& stats, analysis::Structure structure,
                            const engine::Prompt& prompt);
 
 // Rebuilds the statistics from the L layer events (in layer order, each with

@@ -94,9 +94,10 @@ absl::StatusOr<engine::Prompt> PromptFromChat(const v1::Conversation& chat,
 }
 
 // A layer or head list: every entry within [0, limit); empty means all.
-absl::StatusOr<std::vector<bool>> Selection(const google::protobuf::RepeatedField<int32_t>& list,
-                                            int64_t limit, const char* field, const char* what,
-                                            const std::string& model_name) {
+// In model order, each once.
+absl::StatusOr<std::vector<int64_t>> Selection(
+    const google::protobuf::RepeatedField<int32_t>& list, int64_t limit, const char* field,
+    const char* what, const std::string& model_name) {
   std::vector<bool> wanted(static_cast<size_t>(limit), list.empty());
   for (int i = 0; i < list.size(); ++i) {
     if (list[i] < 0 || list[i] >= limit) {
@@ -106,27 +107,30 @@ absl::StatusOr<std::vector<bool>> Selection(const google::protobuf::RepeatedFiel
     }
     wanted[static_cast<size_t>(list[i])] = true;
   }
-  return wanted;
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < limit; ++i) {
+    if (wanted[static_cast<size_t>(i)]) out.push_back(i);
+  }
+  return out;
 }
 
 absl::Status PlanAttention(const v1::AnalyzeOptions& o, const model::ModelConfig& config,
-                           const std::string& model_name, StreamOptions* stream) {
+                           const std::string& model_name, engine::TensorRequest* tensors) {
   if (!v1::TensorDtype_IsValid(o.attention_dtype())) {
     return absl::InvalidArgumentError(absl::StrCat("options.attention_dtype: ", o.attention_dtype(),
                                                    " is not a TensorDtype; use "
                                                    "TENSOR_DTYPE_FLOAT32 or TENSOR_DTYPE_FLOAT16"));
   }
-  ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<bool> layers,
+  ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<int64_t> layers,
                              Selection(o.attention_layers(), config.num_layers,
                                        "attention_layers", "layer", model_name));
-  ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<bool> heads,
+  ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<int64_t> heads,
                              Selection(o.attention_heads(), config.num_heads, "attention_heads",
                                        "head", model_name));
   if (!o.return_attention()) return absl::OkStatus();
-  stream->attention_layers = std::move(layers);
-  stream->attention_heads = std::move(heads);
-  stream->dtype = o.attention_dtype() == v1::TENSOR_DTYPE_FLOAT16 ? v1::TENSOR_DTYPE_FLOAT16
-                                                                  : v1::TENSOR_DTYPE_FLOAT32;
+  tensors->attention.layers = std::move(layers);
+  tensors->attention.heads = std::move(heads);
+  tensors->attention_float16 = o.attention_dtype() == v1::TENSOR_DTYPE_FLOAT16;
   return absl::OkStatus();
 }
 
@@ -200,7 +204,7 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
     plan.settings.sink_epsilon = o.sink_epsilon();
   }
   if (!o.template_().empty()) {
-    auto structure = analysis::ParseTemplate(o.template_());
+    auto structure = analysis::ParseStructure(o.template_());
     if (!structure.ok()) return Prefixed(structure.status(), "options.template: ");
     plan.settings.structure = *structure;
   }
@@ -212,9 +216,9 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
   plan.settings.query_block_size = o.query_block_size();
   plan.stream.hidden_state_norms = !o.has_hidden_state_norms() || o.hidden_state_norms();
   plan.stream.chunk_bytes = limits.chunk_bytes;
-  plan.stream.hidden_states = o.return_hidden_states();
-  plan.stream.logits = o.return_logits();
-  ATTNSCOPE_RETURN_IF_ERROR(PlanAttention(o, bundle.config(), model_name, &plan.stream));
+  plan.stream.tensors.hidden_states = o.return_hidden_states();
+  plan.stream.tensors.logits = o.return_logits();
+  ATTNSCOPE_RETURN_IF_ERROR(PlanAttention(o, bundle.config(), model_name, &plan.stream.tensors));
   ATTNSCOPE_ASSIGN_OR_RETURN(plan.settings.precision,
                              PrecisionOf(o.precision(), "options.precision",
                                          limits.default_precision));
@@ -223,10 +227,10 @@ absl::StatusOr<AnalyzePlan> PlanAnalysis(const v1::AnalyzeOptions& o,
 
 absl::Status CheckAttentionBytes(const StreamOptions& stream, int64_t num_tokens,
                                  int64_t max_bytes) {
-  int64_t layers = 0, heads = 0;
-  for (bool wanted : stream.attention_layers) layers += wanted ? 1 : 0;
-  for (bool wanted : stream.attention_heads) heads += wanted ? 1 : 0;
-  const int64_t element = stream.dtype == v1::TENSOR_DTYPE_FLOAT16 ? 2 : 4;
+  const engine::HeadSelection& attention = stream.tensors.attention;
+  const auto layers = static_cast<int64_t>(attention.layers.size());
+  const auto heads = static_cast<int64_t>(attention.heads.size());
+  const int64_t element = stream.tensors.attention_float16 ? 2 : 4;
   // In double: 1e6 tokens squared times a few hundred heads overflows int64.
   const double bytes = static_cast<double>(layers) * static_cast<double>(heads) *
                        static_cast<double>(num_tokens) * static_cast<double>(num_tokens) *

@@ -17,7 +17,7 @@ struct Case {
   std::string name;
   std::vector<std::string> tokens;
   std::vector<bool> special;
-  Template t;
+  Structure t;
   std::vector<int64_t> expected;
 };
 
@@ -33,38 +33,38 @@ const std::vector<int64_t> kGpt2ChatStructural = {0,  1,  2,  3,  4,  5,  6,  9,
 
 std::vector<Case> Cases() {
   return {
-      {"NonePlainText", {"Hello", " world", "!"}, {}, Template::kNone, {0}},
+      {"NonePlainText", {"Hello", " world", "!"}, {}, Structure::kNone, {0}},
       {"NoneSpecialTokens", {"a", "b", "<|endoftext|>", "c"}, {false, false, true, false},
-       Template::kNone, {0, 2}},
-      {"NoneIgnoresChatMarkers", kGpt2Chat, {}, Template::kNone, {0}},
-      {"ChatmlGpt2SplitMarkers", kGpt2Chat, {}, Template::kChatml, kGpt2ChatStructural},
-      {"AutoDetectsChatml", kGpt2Chat, {}, Template::kAuto, kGpt2ChatStructural},
-      {"AutoWithoutMarkersIsNone", {"x", "<|", "im", "_end", "|>", "\n"}, {}, Template::kAuto,
+       Structure::kNone, {0, 2}},
+      {"NoneIgnoresChatMarkers", kGpt2Chat, {}, Structure::kNone, {0}},
+      {"ChatmlGpt2SplitMarkers", kGpt2Chat, {}, Structure::kChatml, kGpt2ChatStructural},
+      {"AutoDetectsChatml", kGpt2Chat, {}, Structure::kAuto, kGpt2ChatStructural},
+      {"AutoWithoutMarkersIsNone", {"x", "<|", "im", "_end", "|>", "\n"}, {}, Structure::kAuto,
        {0}},
       {"ChatmlMarkersAsSpecialTokens",
        {"<|im_start|>", "system", "\n", "You", " are", "<|im_end|>", "\n", "<|im_start|>", "user",
         "\n", "Hi"},
        {true, false, false, false, false, true, false, true, false, false, false},
-       Template::kChatml,
+       Structure::kChatml,
        {0, 1, 2, 5, 6, 7, 8, 9}},
       {"MarkerSharingTokensWithText", {"Hi", " x<", "|im_end", "|>", "\n\n", "ok"}, {},
-       Template::kChatml, {0, 1, 2, 3, 4}},
+       Structure::kChatml, {0, 1, 2, 3, 4}},
       {"OnlyWhitespaceWithNewlineIsANewlineToken",
        {"A", "<|im_end|>", " \n", "B", "<|im_end|>", "\nB", "C", "<|im_end|>", " ", "\n"}, {},
-       Template::kChatml, {0, 1, 2, 4, 7}},
+       Structure::kChatml, {0, 1, 2, 4, 7}},
       {"RoleFollowedByTextNotNewline", {"Q", "<|im_start|>", "user", " Hello"}, {},
-       Template::kChatml, {0, 1, 2}},
+       Structure::kChatml, {0, 1, 2}},
       {"NoRoleNameNewlineStillStructural", {"Q", "<|im_start|>", "\n", "x"}, {},
-       Template::kChatml, {0, 1, 2}},
+       Structure::kChatml, {0, 1, 2}},
       {"RoleRunIsCapped",
        {"<|im_start|>", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "\n"}, {},
-       Template::kChatml, {0, 1, 2, 3, 4, 5, 6, 7, 8}},
-      {"MarkerAtTheEnd", {"Hi", "<|im_start|>"}, {}, Template::kChatml, {0, 1}},
-      {"IncompleteMarker", {"Hi", "<|im_start", "user", "\n"}, {}, Template::kChatml, {0}},
-      {"EmptyPrompt", {}, {true, true}, Template::kChatml, {}},
-      {"ExtraFlagsIgnored", {"a", "b"}, {false, false, true, true}, Template::kNone, {0}},
-      {"MissingFlagsAreFalse", {"a", "b", "c"}, {false, true}, Template::kNone, {0, 1}},
-      {"EmptyTokenInsideMarker", {"x", "<|im_", "", "end|>", "\n"}, {}, Template::kChatml,
+       Structure::kChatml, {0, 1, 2, 3, 4, 5, 6, 7, 8}},
+      {"MarkerAtTheEnd", {"Hi", "<|im_start|>"}, {}, Structure::kChatml, {0, 1}},
+      {"IncompleteMarker", {"Hi", "<|im_start", "user", "\n"}, {}, Structure::kChatml, {0}},
+      {"EmptyPrompt", {}, {true, true}, Structure::kChatml, {}},
+      {"ExtraFlagsIgnored", {"a", "b"}, {false, false, true, true}, Structure::kNone, {0}},
+      {"MissingFlagsAreFalse", {"a", "b", "c"}, {false, true}, Structure::kNone, {0, 1}},
+      {"EmptyTokenInsideMarker", {"x", "<|im_", "", "end|>", "\n"}, {}, Structure::kChatml,
        {0, 1, 3, 4}},
   };
 }
@@ -80,17 +80,17 @@ INSTANTIATE_TEST_SUITE_P(Table, StructuralCaseTest, ::testing::ValuesIn(Cases())
                          [](const auto& info) { return info.param.name; });
 
 TEST(TemplateTest, ParsesTheThreeSettings) {
-  EXPECT_EQ(ParseTemplate("none").value(), Template::kNone);
-  EXPECT_EQ(ParseTemplate("chatml").value(), Template::kChatml);
-  EXPECT_EQ(ParseTemplate("auto").value(), Template::kAuto);
-  for (Template t : {Template::kNone, Template::kChatml, Template::kAuto}) {
-    EXPECT_EQ(ParseTemplate(TemplateName(t)).value(), t);
+  EXPECT_EQ(ParseStructure("none").value(), Structure::kNone);
+  EXPECT_EQ(ParseStructure("chatml").value(), Structure::kChatml);
+  EXPECT_EQ(ParseStructure("auto").value(), Structure::kAuto);
+  for (Structure t : {Structure::kNone, Structure::kChatml, Structure::kAuto}) {
+    EXPECT_EQ(ParseStructure(StructureName(t)).value(), t);
   }
 }
 
 TEST(TemplateTest, RejectsOtherSettingsNamingTheValue) {
   for (const char* bad : {"ChatML", "", "llama", "none "}) {
-    absl::StatusOr<Template> parsed = ParseTemplate(bad);
+    absl::StatusOr<Structure> parsed = ParseStructure(bad);
     ASSERT_FALSE(parsed.ok()) << bad;
     EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(parsed.status().message(), HasSubstr("\"" + std::string(bad) + "\""));
@@ -98,9 +98,9 @@ TEST(TemplateTest, RejectsOtherSettingsNamingTheValue) {
 }
 
 TEST(TemplateTest, AutoResolvesFromTheText) {
-  EXPECT_EQ(ResolveTemplate(kGpt2Chat, Template::kAuto), Template::kChatml);
-  EXPECT_EQ(ResolveTemplate({"<|im_end|>"}, Template::kAuto), Template::kNone);
-  EXPECT_EQ(ResolveTemplate({"plain"}, Template::kChatml), Template::kChatml);
+  EXPECT_EQ(ResolveStructure(kGpt2Chat, Structure::kAuto), Structure::kChatml);
+  EXPECT_EQ(ResolveStructure({"<|im_end|>"}, Structure::kAuto), Structure::kNone);
+  EXPECT_EQ(ResolveStructure({"plain"}, Structure::kChatml), Structure::kChatml);
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ std::string TemplateDir(const std::string& name, const std::string& tokenizer,
 }
 
 std::vector<int64_t> Structural(const Prompt& p) {
-  return analysis::StructuralPositions(p.token_bytes, p.special, analysis::Template::kAuto,
+  return analysis::StructuralPositions(p.token_bytes, p.special, analysis::Structure::kAuto,
                                        p.from_template);
 }
 

@@ -77,10 +77,16 @@ void CheckAnalyze(const v1::AnalyzeRequest& request, const engine::ModelBundle& 
   const model::ModelConfig& config = bundle.config();
   auto plan = rpc::PlanAnalysis(request.options(), bundle, "tiny-gpt2", rpc::AnalyzeLimits{});
   if (plan.ok() && request.options().return_attention()) {
-    FUZZ_CHECK(static_cast<int64_t>(plan->stream.attention_layers.size()) == config.num_layers,
-               "layers");
-    FUZZ_CHECK(static_cast<int64_t>(plan->stream.attention_heads.size()) == config.num_heads,
-               "heads");
+    // Every selection in model order, each once, inside the model, never empty.
+    auto check = [](const std::vector<int64_t>& picked, int64_t limit, const char* what) {
+      FUZZ_CHECK(!picked.empty(), what);
+      for (size_t i = 0; i < picked.size(); ++i) {
+        FUZZ_CHECK(picked[i] >= 0 && picked[i] < limit, what);
+        FUZZ_CHECK(i == 0 || picked[i - 1] < picked[i], what);
+      }
+    };
+    check(plan->stream.tensors.attention.layers, config.num_layers, "layers");
+    check(plan->stream.tensors.attention.heads, config.num_heads, "heads");
   }
   auto prompt = rpc::ResolvePrompt(rpc::PromptOf(request), bundle, "tiny-gpt2", 0);
   if (prompt.ok()) CheckPrompt(*prompt, config);

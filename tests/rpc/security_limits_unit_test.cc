@@ -90,21 +90,20 @@ TEST(ClientStreamsTest, CountsPerHostAndGivesPlacesBack) {
 
 TEST(LimitChecksTest, AttentionBytesNewTokensAndMessageSize) {
   StreamOptions stream;
-  stream.attention_layers = {true, false, true};
-  stream.attention_heads = {true, true, true, true};
+  stream.tensors.attention.layers = {0, 2};
+  stream.tensors.attention.heads = {0, 1, 2, 3};
   // 2 layers x 4 heads x 10^2 x 4 bytes = 3200.
   EXPECT_TRUE(CheckAttentionBytes(stream, 10, 3200).ok());
   const absl::Status over = CheckAttentionBytes(stream, 10, 3199);
   EXPECT_TRUE(absl::IsInvalidArgument(over));
   EXPECT_THAT(over.message(), HasSubstr("2 layers x 4 heads x 10^2 x 4 bytes = 3200 bytes"));
   EXPECT_THAT(over.message(), HasSubstr("limit of 3199"));
-  stream.dtype = v1::TENSOR_DTYPE_FLOAT16;
+  stream.tensors.attention_float16 = true;
   EXPECT_TRUE(CheckAttentionBytes(stream, 10, 1600).ok());
   EXPECT_TRUE(CheckAttentionBytes(StreamOptions(), 100000, 1).ok());  // no attention asked
   EXPECT_TRUE(CheckAttentionBytes(stream, 1 << 30, 0).ok());          // 0: no limit
   // Far beyond int64: still refused, not wrapped around.
-  stream.attention_layers.assign(1000, true);
-  stream.attention_heads.assign(1000, true);
+  stream.tensors.attention = engine::HeadSelection::All(1000, 1000);
   EXPECT_FALSE(CheckAttentionBytes(stream, int64_t{1} << 40, int64_t{1} << 40).ok());
 
   EXPECT_TRUE(CheckNewTokenLimit(1024, 1024).ok());

@@ -105,9 +105,9 @@ TEST(LayerStreamerTest, AttentionChunksReassembleIntoTheRecordedTensors) {
   const int64_t t = 30;
   for (v1::TensorDtype dtype : {v1::TENSOR_DTYPE_FLOAT32, v1::TENSOR_DTYPE_FLOAT16}) {
     StreamOptions options;
-    options.attention_layers = {true, false, true};
-    options.attention_heads = {false, true, false, true};
-    options.dtype = dtype;
+    options.tensors.attention.layers = {0, 2};
+    options.tensors.attention.heads = {1, 3};
+    options.tensors.attention_float16 = dtype == v1::TENSOR_DTYPE_FLOAT16;
     options.chunk_bytes = 1000;  // not a multiple of a row
     const Streamed s = Stream(FixturePrompt(t), options, 7, true);
     const std::vector<float>& all = s.run.tensors->attentions();  // (3, 4, T, T)
@@ -225,12 +225,14 @@ TEST(RequestValidationTest, PlansAttentionSelections) {
   v1::AnalyzeOptions options;
   options.set_return_attention(true);
   options.add_attention_layers(2);
+  options.add_attention_layers(0);
+  options.add_attention_layers(2);  // in model order, each once
   options.set_attention_dtype(v1::TENSOR_DTYPE_FLOAT16);
   auto plan = PlanAnalysis(options, Fixture(), "fx", Limits());
   ASSERT_TRUE(plan.ok()) << plan.status();
-  EXPECT_EQ(plan->stream.attention_layers, (std::vector<bool>{false, false, true}));
-  EXPECT_EQ(plan->stream.attention_heads, (std::vector<bool>{true, true, true, true}));
-  EXPECT_EQ(plan->stream.dtype, v1::TENSOR_DTYPE_FLOAT16);
+  EXPECT_EQ(plan->stream.tensors.attention.layers, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(plan->stream.tensors.attention.heads, (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_TRUE(plan->stream.tensors.attention_float16);
   EXPECT_EQ(plan->stream.chunk_bytes, 4096);
   options.add_attention_heads(4);
   EXPECT_THAT(PlanAnalysis(options, Fixture(), "fx", Limits()).status().message(),
@@ -238,7 +240,7 @@ TEST(RequestValidationTest, PlansAttentionSelections) {
   // Without return_attention nothing is streamed (but indices still checked).
   v1::AnalyzeOptions none;
   none.add_attention_layers(1);
-  EXPECT_TRUE(PlanAnalysis(none, Fixture(), "fx", Limits())->stream.attention_layers.empty());
+  EXPECT_TRUE(PlanAnalysis(none, Fixture(), "fx", Limits())->stream.tensors.attention.layers.empty());
 }
 
 TEST(RequestValidationTest, ResolvesPromptsWithinTheLimits) {
