@@ -16,7 +16,9 @@
 #include "service/analysis/stats_json.h"
 #include "service/analysis/text_report.h"
 #include "service/cli/command_support.h"
+#include "service/cli/batch_output.h"
 #include "service/cli/commands.h"
+#include "service/cli/prompt_lines.h"
 #include "service/cli/remote_support.h"
 #include "service/cli/tensor_outputs.h"
 #include "service/core/status_macros.h"
@@ -26,7 +28,7 @@
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] analyze [--model DIR|NAME] (--text TEXT | --text-file FILE | --ids 1,2,3 | --ids-file FILE | --chat FILE) [options]
+constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] analyze [--model DIR|NAME] (--text TEXT | --text-file FILE | --ids 1,2,3 | --ids-file FILE | --chat FILE | --input FILE) [options]
 
 Runs the prompt through the model and reports attention sinks (anomalous and
 expected), hidden-state norms, context health and, per position, the
@@ -46,6 +48,13 @@ top predictions (see service/analysis/definitions.md).
   --chat FILE        a conversation, JSON [{"role": ..., "content": ...}],
                      rendered with the model's chat template
   --add-generation-prompt  with --chat: end with the assistant's header
+  --input FILE       many prompts, one per line, in the format of 'attnscope
+                     batch' (JSONL {"id", "text"|"messages"|"ids"} or plain
+                     text), through one loaded model: prints one JSON line
+                     per prompt, {"id"} and the keys of --json, or {"id",
+                     "line", "error"} for a prompt that failed (exit 1; the
+                     rest go on); for files per prompt see 'batch --export-dir'
+  --format F         with --input: auto (default), jsonl or text
   --json             machine-readable output (the keys of the fixtures'
                      stats.json plus tokens, input_ids, template)
   --export FILE      write input_ids, attentions (L,H,T,T), hidden_states
@@ -124,8 +133,15 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
       WithPromptFlags({{"model"}, {"json", false}, {"color"}, {"top"}, {"deadline"}});
   for (FlagSpec& spec : AnalysisSettingsFlagSpecs()) specs.push_back(std::move(spec));
   for (FlagSpec& spec : TensorOutputFlagSpecs()) specs.push_back(std::move(spec));
+  for (FlagSpec& spec : InputFileFlagSpecs()) specs.push_back(std::move(spec));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.flags, Flags::Parse(args, specs));
-  ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
+  const std::string per_prompt_files =
+      "for a file of prompts, 'attnscope batch --export-dir DIR' writes one export per prompt";
+  ATTNSCOPE_RETURN_IF_ERROR(CheckInputFileFlags(
+      a.flags, {{"export", per_prompt_files},
+                {"viewer", per_prompt_files},
+                {"top", "it shortens the text report, and --input prints JSON lines"}}));
+  if (!HasInputFile(a.flags)) ATTNSCOPE_RETURN_IF_ERROR(CheckPromptFlags(a.flags));
   ATTNSCOPE_RETURN_IF_ERROR(CheckOutputPaths(a.flags));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.outputs, ParseTensorOutputFlags(a.flags));
   ATTNSCOPE_ASSIGN_OR_RETURN(const int64_t top, a.flags.GetInt("top", 0, 0, 1 << 24));
@@ -137,13 +153,17 @@ absl::StatusOr<AnalyzeArgs> ParseArgs(const std::vector<std::string>& args) {
   return a;
 }
 
-void PrintJson(const engine::Prompt& prompt, const engine::AnalysisRun& run) {
+nlohmann::json RunJson(const engine::Prompt& prompt, const engine::AnalysisRun& run) {
   nlohmann::json out = analysis::StatsToJson(run.stats);
   out["input_ids"] = prompt.ids;
   out["tokens"] = prompt.tokens;
-  out["template"] = std::string(analysis::TemplateName(run.structure));
+  out["template"] = std::string(analysis::StructureName(run.structure));
   out["forward_seconds"] = run.forward_seconds;
-  std::cout << out.dump() << "\n";
+  return out;
+}
+
+void PrintJson(const engine::Prompt& prompt, const engine::AnalysisRun& run) {
+  std::cout << RunJson(prompt, run).dump() << "\n";
 }
 
 void PrintReport(const engine::Prompt& prompt, const engine::AnalysisRun& run, bool color,
@@ -189,19 +209,6 @@ class LayerProgressLine : public analysis::LayerListener {
   std::chrono::steady_clock::time_point start_;
   double shown_ = -1;  // elapsed seconds at the last line shown; -1: none yet
 };
-
-// The model's layers and heads as the server describes them: the named
-// model, or the default (the first listed) for "".
-absl::StatusOr<std::pair<int64_t, int64_t>> RemoteShape(rpc::RemoteClient& client,
-                                                        const std::string& name) {
-  ATTNSCOPE_ASSIGN_OR_RETURN(const std::vector<rpc::ModelDescription> models,
-                             client.ListModels());
-  for (const rpc::ModelDescription& m : models) {
-    if (name.empty() || m.name == name) return std::make_pair(m.num_layers, m.num_heads);
-  }
-  return absl::NotFoundError(absl::StrCat("the server has no model '", name,
-                                          "' (see 'attnscope --server ... models')"));
-}
 
 // The server's refusal of too many attention bytes names its API fields; on
 // the command line the fix is a flag.
@@ -271,6 +278,42 @@ int RunRemote(AnalyzeArgs& a, const std::string& server) {
   return kExitOk;
 }
 
+// analyze --input FILE: one JSON line per prompt, with one loaded model (or
+// one channel to the server); --deadline applies to each prompt.
+int RunInputFile(AnalyzeArgs& a, const std::string& server) {
+  if (!server.empty()) {
+    absl::Status local_only = RejectLocalOnlyFlags(a.flags, {"threads", "device"});
+    if (!local_only.ok()) return UsageError("analyze", local_only);
+  }
+  auto items = ReadInputFile(a.flags);
+  if (!items.ok()) return RuntimeError("analyze", items.status());
+  const auto error_line = [&a](const BatchItem& item, const absl::Status& status) {
+    return BatchErrorLine(item.id, item.line,
+                          std::string(ExplainDeadline(status, a.deadline).message()));
+  };
+  if (!server.empty()) {
+    rpc::RemoteClient client(server, RemoteSecurity());
+    client.SetCallOptions(RemoteCallOptions("analyze", server, a.deadline));
+    const std::string model = RemoteModelName(a.flags);
+    return PrintInputLines(*items, [&](const BatchItem& item) {
+      auto remote = client.Analyze(model, item.prompt, a.settings);
+      if (!remote.ok()) return error_line(item, remote.status());
+      return LineWithId(item.id, RunJson(remote->first, remote->second));
+    });
+  }
+  auto bundle = LoadModelFromFlags(a.flags);
+  if (!bundle.ok()) return RuntimeError("analyze", bundle.status());
+  return PrintInputLines(*items, [&](const BatchItem& item) {
+    auto prompt = PromptFromSpec(**bundle, item.prompt);
+    if (!prompt.ok()) return error_line(item, prompt.status());
+    engine::AnalysisSettings settings = a.settings;
+    settings.should_stop = LocalDeadline(a.deadline);
+    auto run = engine::RunAnalysis(**bundle, *prompt, settings);
+    if (!run.ok()) return error_line(item, run.status());
+    return LineWithId(item.id, RunJson(*prompt, *run));
+  });
+}
+
 }  // namespace
 
 int RunAnalyze(const std::vector<std::string>& args, const std::string& server) {
@@ -280,6 +323,7 @@ int RunAnalyze(const std::vector<std::string>& args, const std::string& server) 
   }
   auto parsed = ParseArgs(args);
   if (!parsed.ok()) return UsageError("analyze", parsed.status());
+  if (HasInputFile(parsed->flags)) return RunInputFile(*parsed, server);
   if (absl::Status read = LoadPromptSources(parsed->flags); !read.ok()) {
     return RuntimeError("analyze", read);
   }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,7 @@
 #include "service/cli/command_support.h"
 #include "service/cli/commands.h"
 #include "service/cli/remote_support.h"
+#include "service/cli/tensor_outputs.h"
 #include "service/core/status_macros.h"
 #include "service/engine/analysis_run.h"
 #include "service/rpc/remote_client.h"
@@ -64,6 +66,12 @@ failed gives {"id", "line", "error"} and the run goes on.
                       [0, 1] (default 0.3)
   --top-predictions K also write the K most likely next tokens after each
                       prompt (default 0: none)
+  --export-dir DIR    also write each prompt's tensors, as 'analyze --export'
+                      does, to DIR/ID.safetensors (the id's characters
+                      outside [A-Za-z0-9._-] as %XX; the result line's
+                      "export" names the file); DIR is made if missing
+  --attention-layers LIST, --attention-heads LIST, --attention-dtype D
+                      with --export-dir: as for analyze --export
   --threshold X, --template T, --block-size N, --precision P
                       as for analyze
   --device D, --threads N  as for analyze (local only)
@@ -78,6 +86,7 @@ usage.
 struct BatchArgs {
   Flags flags;
   engine::AnalysisSettings settings;
+  TensorOutputFlags exports;  // export_path: the directory (empty: no exports)
   InputFormat format = InputFormat::kAuto;
   Shard shard;
   int concurrency = 1;
@@ -98,9 +107,14 @@ absl::StatusOr<BatchArgs> ParseArgs(const std::vector<std::string>& args,
   std::vector<FlagSpec> specs = {{"input"},   {"output"},      {"resume", false},
                                  {"format"},  {"model"},       {"concurrency"},
                                  {"retries"}, {"top-predictions"}, {"deadline"},
-                                 {"shard"}};
+                                 {"shard"},   {"export-dir"},  {"attention-layers"},
+                                 {"attention-heads"}, {"attention-dtype"}};
   for (FlagSpec& spec : AnalysisSettingsFlagSpecs()) specs.push_back(std::move(spec));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.flags, Flags::Parse(args, specs));
+  ATTNSCOPE_ASSIGN_OR_RETURN(a.exports, ParseTensorOutputFlags(a.flags, "export-dir", "DIR"));
+  if (a.flags.Has("export-dir") && a.exports.export_path.empty()) {
+    return absl::InvalidArgumentError("--export-dir needs a directory");
+  }
   for (const char* name : {"input", "output"}) {
     if (a.flags.Get(name).empty()) {
       return absl::InvalidArgumentError(absl::StrCat("--", name, " FILE is required"));
@@ -183,10 +197,50 @@ bool Retryable(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsResourceExhausted(status);
 }
 
+// One prompt's export file under --export-dir (nothing without it): the
+// tensors the pass must publish go to `outputs`.
+struct ItemExport {
+  std::string path;
+  std::unique_ptr<TensorOutputs> outputs;
+};
+
+absl::StatusOr<ItemExport> StartExport(const BatchArgs& a, const BatchItem& item,
+                                       const std::pair<int64_t, int64_t>& shape,
+                                       engine::AnalysisSettings& settings) {
+  ItemExport out;
+  if (a.exports.export_path.empty()) return out;
+  ATTNSCOPE_ASSIGN_OR_RETURN(const std::string name, ExportFileName(item.id));
+  out.path = (std::filesystem::path(a.exports.export_path) / name).string();
+  TensorOutputFlags flags = a.exports;
+  flags.export_path = out.path;
+  ATTNSCOPE_ASSIGN_OR_RETURN(out.outputs, TensorOutputs::Plan(flags, shape.first, shape.second));
+  out.outputs->set_quiet(true);
+  ATTNSCOPE_RETURN_IF_ERROR(out.outputs->Open());
+  settings.tensor_request = out.outputs->Request();
+  settings.tensor_sink = out.outputs.get();
+  return out;
+}
+
+// The result line, with "export" once the file is complete; an error line
+// if it cannot be completed (the partial file is removed).
+nlohmann::ordered_json FinishItem(const BatchItem& item, const std::string& model,
+                                  const engine::Prompt& prompt, const engine::AnalysisRun& run,
+                                  const std::string& replica, int top_k, ItemExport& out) {
+  if (out.outputs != nullptr) {
+    absl::Status written = out.outputs->Finish(model, prompt, run);
+    out.outputs.reset();
+    if (!written.ok()) return BatchErrorLine(item.id, item.line, std::string(written.message()));
+  }
+  nlohmann::ordered_json line = BatchResultLine(item.id, model, prompt, run, replica, top_k);
+  if (!out.path.empty()) line["export"] = out.path;
+  return line;
+}
+
 // The remote runner: one client (one channel, round_robin) shared by every
 // thread; UNAVAILABLE and RESOURCE_EXHAUSTED are tried again with back-off.
-ItemRunner RemoteRunner(rpc::RemoteClient& client, const BatchArgs& a, BatchProgress& progress) {
-  return [&client, &a, &progress](const BatchItem& item) {
+ItemRunner RemoteRunner(rpc::RemoteClient& client, const BatchArgs& a,
+                        std::pair<int64_t, int64_t> shape, BatchProgress& progress) {
+  return [&client, &a, shape, &progress](const BatchItem& item) {
     absl::Status last;
     for (int attempt = 0; attempt <= a.retries; ++attempt) {
       if (attempt > 0) {
@@ -194,10 +248,15 @@ ItemRunner RemoteRunner(rpc::RemoteClient& client, const BatchArgs& a, BatchProg
         const double wait = std::min(10.0, 0.5 * static_cast<double>(1 << std::min(attempt - 1, 5)));
         std::this_thread::sleep_for(std::chrono::duration<double>(wait));
       }
+      engine::AnalysisSettings settings = a.settings;
+      auto exported = StartExport(a, item, shape, settings);  // afresh for each try
+      if (!exported.ok()) {
+        return BatchErrorLine(item.id, item.line, std::string(exported.status().message()));
+      }
       std::string model, peer;
-      auto remote = client.Analyze(RemoteModelName(a.flags), item.prompt, a.settings, &model, &peer);
+      auto remote = client.Analyze(RemoteModelName(a.flags), item.prompt, settings, &model, &peer);
       if (remote.ok()) {
-        return BatchResultLine(item.id, model, remote->first, remote->second, peer, a.top_k);
+        return FinishItem(item, model, remote->first, remote->second, peer, a.top_k, *exported);
       }
       last = ExplainDeadline(remote.status(), a.deadline);
       if (!Retryable(last)) break;
@@ -212,18 +271,52 @@ ItemRunner RemoteRunner(rpc::RemoteClient& client, const BatchArgs& a, BatchProg
 
 ItemRunner LocalRunner(const engine::ModelBundle& bundle, const BatchArgs& a) {
   const std::string model = std::filesystem::path(bundle.directory).filename().string();
-  return [&bundle, &a, model](const BatchItem& item) {
+  const std::pair<int64_t, int64_t> shape = {bundle.config().num_layers, bundle.config().num_heads};
+  return [&bundle, &a, model, shape](const BatchItem& item) {
     auto prompt = PromptFromSpec(bundle, item.prompt);
     if (!prompt.ok()) return BatchErrorLine(item.id, item.line, std::string(prompt.status().message()));
     engine::AnalysisSettings settings = a.settings;
     settings.should_stop = LocalDeadline(a.deadline);
+    auto exported = StartExport(a, item, shape, settings);
+    if (!exported.ok()) {
+      return BatchErrorLine(item.id, item.line, std::string(exported.status().message()));
+    }
     auto run = engine::RunAnalysis(bundle, *prompt, settings);
     if (!run.ok()) {
       return BatchErrorLine(item.id, item.line,
                             std::string(ExplainDeadline(run.status(), a.deadline).message()));
     }
-    return BatchResultLine(item.id, model, *prompt, *run, "", a.top_k);
+    return FinishItem(item, model, *prompt, *run, "", a.top_k, *exported);
   };
+}
+
+// With --export-dir: two ids that make the same file name (the integer 7 and
+// the string "7") are refused before anything runs, naming both lines.
+// Checked over the whole input, so shards never collide.
+absl::Status CheckExportNames(const std::vector<BatchItem>& items) {
+  std::map<std::string, int64_t> line_of;
+  for (const BatchItem& item : items) {
+    absl::StatusOr<std::string> name = ExportFileName(item.id);
+    if (!name.ok()) continue;  // that prompt's error line says why
+    const auto [it, inserted] = line_of.emplace(*name, item.line);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--export-dir: the ids of lines ", it->second, " and ", item.line,
+          " both make the file name ", *name, "; give them ids that differ as text"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MakeExportDir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("--export-dir ", dir, ": cannot make the directory",
+                     ec ? absl::StrCat(" (", ec.message(), ")") : " (a file of that name exists)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -238,20 +331,39 @@ int RunBatch(const std::vector<std::string>& args, const std::string& server) {
   BatchArgs& a = *parsed;
   auto items = ReadBatchInput(a.flags.Get("input"), a.format);
   if (!items.ok()) return RuntimeError("batch", items.status());
+  if (!a.exports.export_path.empty()) {
+    if (absl::Status names = CheckExportNames(*items); !names.ok()) {
+      return RuntimeError("batch", names);
+    }
+  }
   *items = TakeShard(std::move(*items), a.shard);
   // The model loads before the output is touched: a bad --model changes nothing.
   std::unique_ptr<engine::ModelBundle> bundle;
   std::unique_ptr<rpc::RemoteClient> client;
+  std::pair<int64_t, int64_t> shape;  // layers, heads
   if (server.empty()) {
     auto loaded = LoadModelFromFlags(a.flags);
     if (!loaded.ok()) return RuntimeError("batch", loaded.status());
     bundle = std::move(*loaded);
+    shape = {bundle->config().num_layers, bundle->config().num_heads};
   } else {
     client = std::make_unique<rpc::RemoteClient>(server, RemoteSecurity());
     rpc::CallOptions options;
     options.deadline_seconds = a.deadline;
     options.batch = true;
     client->SetCallOptions(options);
+    if (!a.exports.export_path.empty()) {  // the exports' shape
+      auto served = RemoteShape(*client, RemoteModelName(a.flags));
+      if (!served.ok()) return RuntimeError("batch", served.status());
+      shape = *served;
+    }
+  }
+  if (!a.exports.export_path.empty()) {  // a layer or head the model lacks
+    auto planned = TensorOutputs::Plan(a.exports, shape.first, shape.second);
+    if (!planned.ok()) return UsageError("batch", planned.status());
+    if (absl::Status dir = MakeExportDir(a.exports.export_path); !dir.ok()) {
+      return RuntimeError("batch", dir);
+    }
   }
   auto writer = BatchWriter::Open(a.flags.Get("output"), a.flags.Has("resume"));
   if (!writer.ok()) {
@@ -269,7 +381,8 @@ int RunBatch(const std::vector<std::string>& args, const std::string& server) {
   BatchProgress progress(static_cast<int64_t>(todo.size()),
                          static_cast<int64_t>(items->size() - todo.size()),
                          isatty(STDERR_FILENO) != 0);
-  const ItemRunner run = bundle ? LocalRunner(*bundle, a) : RemoteRunner(*client, a, progress);
+  const ItemRunner run =
+      bundle ? LocalRunner(*bundle, a) : RemoteRunner(*client, a, shape, progress);
   absl::Status status = RunItems(todo, bundle ? 1 : a.concurrency, run, **writer, progress);
   std::cerr << progress.Summary() << "\n";
   if (!status.ok()) return RuntimeError("batch", status);

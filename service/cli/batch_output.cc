@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "service/analysis/stats_json.h"
 
 namespace attnscope::cli {
@@ -57,6 +59,29 @@ absl::Status Errno(const std::string& what, const std::string& path) {
 
 }  // namespace
 
+absl::StatusOr<std::string> ExportFileName(const json& id) {
+  const std::string text = id.is_string() ? id.get<std::string>() : id.dump();
+  if (text.empty()) {
+    return absl::InvalidArgumentError("an empty id cannot name an export file; give the line an id");
+  }
+  std::string name;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const bool plain = std::isalnum(c) != 0 || c == '_' || c == '-' || (c == '.' && i > 0);
+    if (plain && c < 0x80) {
+      name += static_cast<char>(c);
+    } else {
+      name += absl::StrFormat("%%%02X", c);
+    }
+  }
+  if (name.size() > 200) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the id makes an export file name of ", name.size(),
+        " bytes (at most 200, non-ASCII and punctuation count 3 each); give a shorter id"));
+  }
+  return name + ".safetensors";
+}
+
 nlohmann::ordered_json BatchResultLine(const json& id, const std::string& model, const engine::Prompt& prompt,
                      const engine::AnalysisRun& run, const std::string& replica, int top_k) {
   const analysis::PromptStats& s = run.stats;
@@ -66,7 +91,7 @@ nlohmann::ordered_json BatchResultLine(const json& id, const std::string& model,
   line["id"] = id;
   line["model"] = model;
   line["tokens"] = s.num_tokens;
-  line["template"] = std::string(analysis::TemplateName(run.structure));
+  line["template"] = std::string(analysis::StructureName(run.structure));
   for (const char* key : {"health", "sinks", "expected_sinks", "threshold", "sink_score",
                           "first_token_importance", "sink_epsilon", "sink_eps",
                           "back_half_sink_share"}) {

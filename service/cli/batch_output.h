@@ -30,6 +30,12 @@ nlohmann::ordered_json BatchResultLine(const nlohmann::json& id, const std::stri
 // The line of a prompt that failed: {"id", "line", "error"}.
 nlohmann::ordered_json BatchErrorLine(const nlohmann::json& id, int64_t line, const std::string& error);
 
+// The file name of a prompt's export under --export-dir: the id as text (an
+// integer's digits, a string's characters) with every byte outside
+// [A-Za-z0-9._-], and a leading '.', written %XX, then ".safetensors".
+// InvalidArgument for an empty string or a name over 200 bytes.
+absl::StatusOr<std::string> ExportFileName(const nlohmann::json& id);
+
 // Appends lines to the results file. Thread-safe.
 class BatchWriter {
  public:

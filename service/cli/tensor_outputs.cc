@@ -29,10 +29,11 @@ void ReportWritten(const std::string& path, const char* what) {
   std::cerr << ")\n";
 }
 
-absl::Status NeedsFile(const Flags& flags, const char* flag, const char* file) {
+absl::Status NeedsFile(const Flags& flags, const char* flag, const std::string& file,
+                       const std::string& arg = "FILE") {
   if (!flags.Has(flag) || flags.Has(file)) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat("--", flag, " selects what --", file, " writes; give --", file, " FILE too"));
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, " selects what --", file,
+                                                 " writes; give --", file, " ", arg, " too"));
 }
 
 absl::Status IndexFlag(const Flags& flags, const char* flag, std::vector<int64_t>* out) {
@@ -60,12 +61,14 @@ std::vector<FlagSpec> TensorOutputFlagSpecs() {
           {"attention-dtype"}, {"viewer-layers"}, {"viewer-heads"},     {"viewer-max-mb"}};
 }
 
-absl::StatusOr<TensorOutputFlags> ParseTensorOutputFlags(const Flags& flags) {
+absl::StatusOr<TensorOutputFlags> ParseTensorOutputFlags(const Flags& flags,
+                                                         const std::string& export_flag,
+                                                         const std::string& export_arg) {
   TensorOutputFlags out;
-  out.export_path = flags.Get("export");
+  out.export_path = flags.Get(export_flag);
   out.viewer_path = flags.Get("viewer");
   for (const char* flag : {"attention-layers", "attention-heads", "attention-dtype"}) {
-    ATTNSCOPE_RETURN_IF_ERROR(NeedsFile(flags, flag, "export"));
+    ATTNSCOPE_RETURN_IF_ERROR(NeedsFile(flags, flag, export_flag, export_arg));
   }
   for (const char* flag : {"viewer-layers", "viewer-heads", "viewer-max-mb"}) {
     ATTNSCOPE_RETURN_IF_ERROR(NeedsFile(flags, flag, "viewer"));
@@ -191,7 +194,7 @@ absl::Status TensorOutputs::Finish(const std::string& title, const engine::Promp
                                    const engine::AnalysisRun& run) {
   if (export_ != nullptr) {
     ATTNSCOPE_RETURN_IF_ERROR(export_->Finish(prompt.ids));
-    ReportWritten(flags_.export_path, "tensors");
+    if (!quiet_) ReportWritten(flags_.export_path, "tensors");
   }
   if (!flags_.viewer_path.empty()) {
     const auto num_tokens = static_cast<int64_t>(prompt.ids.size());
@@ -213,7 +216,7 @@ absl::Status TensorOutputs::Finish(const std::string& title, const engine::Promp
     data.num_heads = num_heads_;
     data.num_tokens = num_tokens;
     ATTNSCOPE_RETURN_IF_ERROR(viewer_->Write(flags_.viewer_path, data));
-    ReportWritten(flags_.viewer_path, "viewer page");
+    if (!quiet_) ReportWritten(flags_.viewer_path, "viewer page");
   }
   return absl::OkStatus();
 }

@@ -35,7 +35,11 @@ struct TensorOutputFlags {
 
   bool any() const { return !export_path.empty() || !viewer_path.empty(); }
 };
-absl::StatusOr<TensorOutputFlags> ParseTensorOutputFlags(const Flags& flags);
+// `export_flag` names the flag of the export's path (batch: "export-dir",
+// whose value is a directory, `export_arg` in the messages).
+absl::StatusOr<TensorOutputFlags> ParseTensorOutputFlags(const Flags& flags,
+                                                         const std::string& export_flag = "export",
+                                                         const std::string& export_arg = "FILE");
 
 // The outputs of one run on a model of L layers and H heads.
 class TensorOutputs : public engine::TensorPieceSink {
@@ -62,16 +66,20 @@ class TensorOutputs : public engine::TensorPieceSink {
   // Hands each piece to the files that hold it.
   absl::Status Add(const engine::TensorPiece& piece) override;
 
-  // Completes both files ("wrote FILE (...)" on stderr for each); `title`
-  // names the model on the page.
+  // Completes both files ("wrote FILE (...)" on stderr for each, unless
+  // set_quiet); `title` names the model on the page.
   absl::Status Finish(const std::string& title, const engine::Prompt& prompt,
                       const engine::AnalysisRun& run);
+
+  // No "wrote FILE" lines (batch writes one file per prompt).
+  void set_quiet(bool quiet) { quiet_ = quiet; }
 
  private:
   TensorOutputs() = default;
   absl::StatusOr<int64_t> ViewerRowKeys(int64_t num_tokens) const;
   TensorOutputFlags flags_;
   int64_t num_layers_ = 0, num_heads_ = 0;
+  bool quiet_ = false;
   engine::HeadSelection export_heads_, viewer_heads_;
   std::unique_ptr<engine::ExportWriter> export_;
   std::unique_ptr<engine::ViewerPageBuilder> viewer_;

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -168,6 +169,130 @@ TEST(BatchCliTest, RefusalsChangeNothing) {
     EXPECT_NE(r.err.find("is not INDEX/COUNT"), std::string::npos) << shard << ": " << r.err;
   }
   EXPECT_FALSE(std::filesystem::exists(output));
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::vector<json> JsonLines(const std::string& text) {
+  std::vector<json> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+// analyze --input: one line per prompt, each the `analyze --json` of that
+// prompt run alone (but for forward_seconds), bad lines as error lines.
+TEST(BatchCliTest, AnalyzeInputFileEqualsAnalyzePerPrompt) {
+  const std::string input = WriteFile(
+      "analyze-in.jsonl", TextLine("cat", kTexts[0]) + "{\"id\": 7, \"ids\": [464, 3797, 3332]}\n" +
+                              "{\"id\": \"oov\", \"ids\": [50257]}\nnot JSON\n" +
+                              TextLine("dogs", kTexts[1]));
+  const testing::CliResult r = RunCli({"analyze", "--input", input, "--threads", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const std::vector<json> lines = JsonLines(r.out);
+  ASSERT_EQ(lines.size(), 5u) << r.out.substr(0, 400);
+  EXPECT_NE(r.out.find("{\"id\":\"cat\","), std::string::npos);
+  EXPECT_NE(lines[2]["error"].get<std::string>().find("50257"), std::string::npos) << lines[2];
+  EXPECT_EQ(lines[3]["line"], 4);
+  const std::vector<std::pair<size_t, std::vector<std::string>>> alone = {
+      {0, {"--text", kTexts[0]}}, {1, {"--ids", "464,3797,3332"}}, {4, {"--text", kTexts[1]}}};
+  for (const auto& [index, prompt] : alone) {
+    std::vector<std::string> args = {"analyze", "--json", "--threads", "1"};
+    args.insert(args.end(), prompt.begin(), prompt.end());
+    const testing::CliResult a = RunCli(args);
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    json expected = json::parse(a.out);
+    json line = lines[index];
+    ASSERT_FALSE(line.contains("error")) << line.dump().substr(0, 300);
+    line.erase("id");
+    line.erase("forward_seconds");
+    expected.erase("forward_seconds");
+    ASSERT_GT(expected.size(), 10u);
+    std::string mismatch;
+    EXPECT_EQ(test::MaxJsonDiff(line, expected, &mismatch), 0.0) << index << ": " << mismatch;
+  }
+  for (const auto& [flags, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--export", "x.safetensors"}, "batch --export-dir"},
+           {{"--viewer", "x.html"}, "--viewer applies to one prompt"},
+           {{"--top", "3"}, "--top applies to one prompt"},
+           {{"--ids", "1,2"}, "--ids describes one prompt"}}) {
+    std::vector<std::string> args = {"analyze", "--input", input};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const testing::CliResult u = RunCli(args);
+    EXPECT_EQ(u.exit_code, 2) << message;
+    EXPECT_NE(u.err.find(message), std::string::npos) << u.err;
+    EXPECT_EQ(u.out, "");
+  }
+  std::filesystem::remove(input);
+}
+
+// batch --export-dir: each prompt's file is byte for byte the file
+// `analyze --export` writes for that prompt alone, with the same selection;
+// ids that make one file name are refused before anything is written.
+TEST(BatchCliTest, ExportDirWritesEachPromptsAnalyzeExport) {
+  const std::string input = WriteFile(
+      "batch-export.jsonl", TextLine("a/b c", kTexts[0]) + "{\"id\": 7, \"ids\": [464, 3797, 3332]}\n" +
+                                TextLine("\xC3\xA9t\xC3\xA9", kTexts[2]) +
+                                "{\"id\": \"bad\", \"ids\": [50257]}\n");
+  const std::string dir = test::UniqueTempPath("batch-exports");
+  const std::string output = test::UniqueTempPath("batch-export-out.jsonl");
+  const std::vector<std::string> selection = {"--attention-layers", "1,3-4", "--attention-heads",
+                                              "0,5", "--attention-dtype", "float16"};
+  std::vector<std::string> args = {"batch", "--input", input, "--output", output, "--export-dir",
+                                   dir, "--threads", "1"};
+  args.insert(args.end(), selection.begin(), selection.end());
+  testing::CliResult r = RunCli(args);
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // "bad" failed
+  const std::vector<json> lines = ReadLines(output);
+  ASSERT_EQ(lines.size(), 4u);
+  const std::vector<std::pair<std::string, std::vector<std::string>>> expected = {
+      {"a%2Fb%20c.safetensors", {"--text", kTexts[0]}},
+      {"7.safetensors", {"--ids", "464,3797,3332"}},
+      {"%C3%A9t%C3%A9.safetensors", {"--text", kTexts[2]}}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const auto& [name, prompt] = expected[i];
+    const std::string path = dir + "/" + name;
+    EXPECT_EQ(lines[i]["export"], path) << lines[i].dump().substr(0, 200);
+    const std::string alone = test::UniqueTempPath("alone.safetensors");
+    std::vector<std::string> a = {"analyze", "--export", alone, "--threads", "1"};
+    a.insert(a.end(), prompt.begin(), prompt.end());
+    a.insert(a.end(), selection.begin(), selection.end());
+    const testing::CliResult single = RunCli(a);
+    ASSERT_EQ(single.exit_code, 0) << single.err;
+    const std::string bytes = FileBytes(path);
+    EXPECT_GT(bytes.size(), 1000u) << path;
+    EXPECT_TRUE(bytes == FileBytes(alone)) << name << " differs from analyze --export";
+    std::filesystem::remove(alone);
+  }
+  EXPECT_TRUE(lines[3].contains("error"));
+  EXPECT_FALSE(lines[3].contains("export"));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir), {}), 3);  // none for "bad"
+  EXPECT_EQ(r.err.find("wrote"), std::string::npos) << r.err;  // no line per file
+
+  // Refusals write nothing: ids that collide as file names, a layer the
+  // model lacks, a selection without --export-dir.
+  const std::string fresh = test::UniqueTempPath("batch-exports-refused");
+  const std::string collide =
+      WriteFile("batch-collide.jsonl", "{\"id\": 7, \"text\": \"a\"}\n{\"id\": \"7\", \"text\": \"b\"}\n");
+  const std::string out2 = test::UniqueTempPath("batch-refused-out.jsonl");
+  r = RunCli({"batch", "--input", collide, "--output", out2, "--export-dir", fresh});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("lines 1 and 2 both make the file name 7.safetensors"), std::string::npos)
+      << r.err;
+  r = RunCli({"batch", "--input", input, "--output", out2, "--export-dir", fresh,
+              "--attention-layers", "6"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--attention-layers"), std::string::npos) << r.err;
+  r = RunCli({"batch", "--input", input, "--output", out2, "--attention-dtype", "float16"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("give --export-dir DIR too"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  EXPECT_FALSE(std::filesystem::exists(out2));
+  std::filesystem::remove_all(dir);
+  for (const std::string& f : {input, output, collide}) std::filesystem::remove(f);
 }
 
 int CountLines(const std::string& path) {
@@ -385,6 +510,54 @@ TEST_F(BatchReplicasTest, SpreadsPromptsEvenlyAndGivesTheLocalNumbers) {
     std::string mismatch;
     EXPECT_EQ(test::MaxJsonDiff(line, other, &mismatch), 0.0) << line["id"] << ": " << mismatch;
   }
+}
+
+// Over the replicas: tokenize --input and analyze --input give the local
+// lines, and batch --export-dir the local files, byte for byte.
+TEST_F(BatchReplicasTest, InputFilesAndExportsGiveTheLocalResults) {
+  const std::string input = WriteFile("remote-lines.jsonl", Prompts(3) + "{\"id\": \"bad\", \"ids\": [50257]}\n");
+  const testing::CliResult local_tokens = RunCli({"tokenize", "--input", input});
+  const testing::CliResult remote_tokens = RunCli({"--server", *target_, "tokenize", "--input", input});
+  EXPECT_EQ(local_tokens.exit_code, 1);  // the ids line
+  EXPECT_EQ(remote_tokens.exit_code, 1) << remote_tokens.err;
+  EXPECT_EQ(remote_tokens.out, local_tokens.out);
+  EXPECT_EQ(JsonLines(local_tokens.out).size(), 4u);
+
+  const testing::CliResult local = RunCli({"analyze", "--input", input, "--threads", "1"});
+  const testing::CliResult remote = RunCli({"--server", *target_, "analyze", "--input", input});
+  EXPECT_EQ(local.exit_code, 1);
+  EXPECT_EQ(remote.exit_code, 1) << remote.err;
+  std::vector<json> local_lines = JsonLines(local.out), remote_lines = JsonLines(remote.out);
+  ASSERT_EQ(local_lines.size(), 4u);
+  ASSERT_EQ(remote_lines.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    local_lines[i].erase("forward_seconds");
+    remote_lines[i].erase("forward_seconds");
+    std::string mismatch;
+    EXPECT_EQ(test::MaxJsonDiff(local_lines[i], remote_lines[i], &mismatch), 0.0) << i << mismatch;
+  }
+  EXPECT_NE(remote_lines[3]["error"].get<std::string>().find("50257"), std::string::npos);
+
+  const std::string local_dir = test::UniqueTempPath("exports-local");
+  const std::string remote_dir = test::UniqueTempPath("exports-remote");
+  const std::string local_out = test::UniqueTempPath("exports-local.jsonl");
+  const std::string remote_out = test::UniqueTempPath("exports-remote.jsonl");
+  const testing::CliResult l = RunCli({"batch", "--input", input, "--output", local_out,
+                                       "--export-dir", local_dir, "--attention-layers", "2"});
+  const testing::CliResult rr =
+      RunCli({"--server", *target_, "batch", "--input", input, "--output", remote_out,
+              "--export-dir", remote_dir, "--attention-layers", "2", "--concurrency", "3"});
+  EXPECT_EQ(l.exit_code, 1) << l.err;
+  EXPECT_EQ(rr.exit_code, 1) << rr.err;
+  for (const char* name : {"p0.safetensors", "p1.safetensors", "p2.safetensors"}) {
+    const std::string bytes = FileBytes(remote_dir + "/" + name);
+    EXPECT_GT(bytes.size(), 1000u) << name;
+    EXPECT_TRUE(bytes == FileBytes(local_dir + "/" + name)) << name << " differs";
+  }
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(remote_dir), {}), 3);
+  std::filesystem::remove_all(local_dir);
+  std::filesystem::remove_all(remote_dir);
+  for (const std::string& f : {input, local_out, remote_out}) std::filesystem::remove(f);
 }
 
 }  // namespace

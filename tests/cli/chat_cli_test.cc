@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
@@ -123,18 +124,25 @@ TEST(TokenizeCli, ChatPrintsTheRenderedTextAndItsIds) {
   std::filesystem::remove(file);
 }
 
+// The reference renders of Qwen3's chat with the generation prompt: thinking
+// on (the default) and off (enable_thinking=False); nullptr where missing.
+std::pair<const json*, const json*> QwenRenders(const json& chat) {
+  const json* on = nullptr;
+  const json* off = nullptr;
+  for (const json& render : chat["renders"]) {
+    if (!render["add_generation_prompt"].get<bool>()) continue;
+    (render.value("enable_thinking", true) ? on : off) = &render;
+  }
+  return {on, off};
+}
+
 // Qwen3's render with enable_thinking=False (Hugging Face's reference ids),
 // asked for with --chat-template-kwargs or inside the --chat file as vLLM's
 // request body carries it; without it the default render (thinking on).
 TEST(TokenizeCli, ChatTemplateKwargsGiveHuggingFacesRender) {
   const json chat =
       json::parse(ReadAll(kTokenizers + "/qwen3/qwen3_chat.json"))["chat"];
-  const json* off = nullptr;
-  const json* on = nullptr;
-  for (const json& render : chat["renders"]) {
-    if (!render["add_generation_prompt"].get<bool>()) continue;
-    (render.value("enable_thinking", true) ? on : off) = &render;
-  }
+  const auto [on, off] = QwenRenders(chat);
   ASSERT_NE(off, nullptr);
   ASSERT_NE(on, nullptr);
   ASSERT_NE((*off)["tokenize_true_ids"], (*on)["tokenize_true_ids"]);
@@ -174,6 +182,88 @@ TEST(TokenizeCli, ChatTemplateKwargsGiveHuggingFacesRender) {
   }
   std::filesystem::remove(messages);
   std::filesystem::remove(with_kwargs);
+}
+
+// tokenize --input: many prompts in one process, each line's ids as Hugging
+// Face gives them (Llama 3's BOS rule, Qwen3's chat renders with and
+// without enable_thinking), bad lines as error lines in their place.
+TEST(TokenizeCli, InputFileGivesEachLinesIdsInOneProcess) {
+  const json chat = json::parse(ReadAll(kTokenizers + "/qwen3/qwen3_chat.json"))["chat"];
+  const auto [on, off] = QwenRenders(chat);
+  ASSERT_NE(off, nullptr);
+  ASSERT_NE(on, nullptr);
+  const std::string qwen_input = test::UniqueTempPath("tokenize-qwen.jsonl");
+  std::ofstream(qwen_input)
+      << json({{"id", "on"}, {"messages", chat["messages"]}, {"add_generation_prompt", true}}).dump()
+      << "\n"
+      << json({{"id", "off"},
+               {"messages", chat["messages"]},
+               {"add_generation_prompt", true},
+               {"chat_template_kwargs", {{"enable_thinking", false}}}})
+             .dump()
+      << "\n";
+  auto r = RunCli({"tokenize", "--model", kTokenizers + "/qwen3", "--input", qwen_input});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<json> lines;
+  std::istringstream out(r.out);
+  for (std::string line; std::getline(out, line);) lines.push_back(json::parse(line));
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  EXPECT_EQ(lines[0]["id"], "on");
+  EXPECT_EQ(lines[0]["ids"], (*on)["tokenize_true_ids"]);
+  EXPECT_EQ(lines[0]["text"], (*on)["tokenize_false_text"]);
+  EXPECT_EQ(lines[1]["id"], "off");
+  EXPECT_EQ(lines[1]["ids"], (*off)["tokenize_true_ids"]);
+  EXPECT_EQ(lines[1]["text"], (*off)["tokenize_false_text"]);
+
+  const std::string llama3 = kTokenizers + "/llama3";
+  const std::string input = test::UniqueTempPath("tokenize-llama3.jsonl");
+  std::ofstream(input) << "{\"id\": \"hw\", \"text\": \"Hello world\"}\n"
+                       << "{\"id\": \"bare\", \"text\": \"Hello world\", \"add_special_tokens\": false}\n"
+                       << "not JSON\n"
+                       << "{\"id\": \"ids\", \"ids\": [1, 2]}\n"
+                       << "{\"text\": \"Hello\"}\n";
+  r = RunCli({"tokenize", "--model", llama3, "--input", input});
+  EXPECT_EQ(r.exit_code, 1) << r.err;  // some lines failed; the rest have their ids
+  lines.clear();
+  out = std::istringstream(r.out);
+  for (std::string line; std::getline(out, line);) lines.push_back(json::parse(line));
+  ASSERT_EQ(lines.size(), 5u) << r.out;
+  EXPECT_EQ(lines[0], json::parse(R"({"id": "hw", "ids": [128000, 9906, 1917],
+      "tokens": ["<|begin_of_text|>", "Hello", "\u0120world"], "offsets": [[0, 0], [0, 5], [5, 11]]})"));
+  EXPECT_EQ(lines[1]["ids"], json({9906, 1917}));
+  EXPECT_EQ(lines[2]["id"], 3);
+  EXPECT_EQ(lines[2]["line"], 3);
+  EXPECT_THAT(lines[2]["error"].get<std::string>(), HasSubstr("not a JSON object"));
+  EXPECT_THAT(lines[3]["error"].get<std::string>(), HasSubstr("nothing to tokenize"));
+  EXPECT_EQ(lines[4]["id"], 5);  // no id: its line number
+  EXPECT_EQ(lines[4]["ids"], json({128000, 9906}));
+
+  // Plain text, one prompt a line; --no-special-tokens applies to each.
+  const std::string text = test::UniqueTempPath("tokenize-llama3.txt");
+  std::ofstream(text) << "Hello world\nHello\n";
+  r = RunCli({"tokenize", "--model", llama3, "--input", text, "--no-special-tokens"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"id\":1,\"ids\":[9906,1917],\"tokens\":[\"Hello\",\"\u0120world\"],\"offsets\":"
+            "[[0,5],[5,11]]}\n{\"id\":2,\"ids\":[9906],\"tokens\":[\"Hello\"],\"offsets\":[[0,5]]}\n");
+
+  // Usage errors change nothing.
+  for (const auto& [flags, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--input", input, "--text", "hi"}, "--text describes one prompt"},
+           {{"--input", input, "--chat", input}, "--chat describes one prompt"},
+           {{"--text", "hi", "--format", "jsonl"}, "--format needs --input FILE"},
+           {{"--input", input, "--format", "csv"}, "--format 'csv' is not one of"}}) {
+    std::vector<std::string> args = {"tokenize", "--model", llama3};
+    args.insert(args.end(), flags.begin(), flags.end());
+    r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << message;
+    EXPECT_THAT(r.err, HasSubstr(message));
+    EXPECT_EQ(r.out, "");
+  }
+  r = RunCli({"tokenize", "--model", llama3, "--input", input + ".missing"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("cannot open the file"));
+  for (const std::string& f : {qwen_input, input, text}) std::filesystem::remove(f);
 }
 
 TEST(AnalyzeCli, ChatOnALlama3TokenizedModelMarksTheTemplateStructural) {
