@@ -109,7 +109,9 @@ void LogitLensObserver::OnHiddenState(int sequence, int state, const float* x,
     return;
   }
   ReadState(state, x, width);
+  if (!status_.ok()) return;
   seen_[static_cast<size_t>(state)] = true;
+  if (listener_) listener_(state, lens_.cells[static_cast<size_t>(state)]);
 }
 
 // The chosen rows, `chunk_rows` at a time: gathered, read out, reduced to

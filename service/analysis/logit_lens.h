@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -70,6 +71,12 @@ class LogitLensObserver : public model::ForwardObserver {
   void OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
                      int64_t width) override;
 
+  // Called on the runtime's thread as soon as state s's cells are read out
+  // (in lens positions' order); the listener may change them (name their
+  // tokens) before Finish hands them over.
+  using StateListener = std::function<void(int state, std::vector<LensCell>& cells)>;
+  void SetStateListener(StateListener listener) { listener_ = std::move(listener); }
+
   // The first error so far (a position out of range, a failed read-out).
   const absl::Status& status() const { return status_; }
   // The lens of every state; the first error, or FailedPrecondition when a
@@ -83,6 +90,7 @@ class LogitLensObserver : public model::ForwardObserver {
   int64_t num_states_;
   int64_t vocab_;
   LensReadOut read_out_;
+  StateListener listener_;
   LogitLens lens_;
   std::vector<bool> seen_;
   absl::Status status_;

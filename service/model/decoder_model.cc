@@ -31,6 +31,21 @@ at::Tensor HiddenKeysTensor(const std::vector<uint8_t>& hidden, int64_t tokens) 
   return at::from_blob(const_cast<uint8_t*>(hidden.data()), {tokens, keys}, at::kByte)
       .to(at::kBool);
 }
+// A norm that is linear in c: c through `w` with the scale frozen at `ref`
+// (each row of ref's leading shape, broadcast over c's): LayerNorm's
+// centring and (c - mean c) / sqrt(var ref + eps), RMSNorm's c / sqrt(mean
+// ref^2 + eps), then the weight. No bias.
+at::Tensor FrozenNorm(const at::Tensor& c, const at::Tensor& ref, const NormWeights& w) {
+  at::Tensor scaled;
+  if (w.kind == NormKind::kLayerNorm) {
+    const at::Tensor var = ref.var(-1, /*unbiased=*/false, /*keepdim=*/true);
+    scaled = (c - c.mean(-1, /*keepdim=*/true)) * at::rsqrt(var + w.eps);
+  } else {
+    scaled = c * at::rsqrt(ref.pow(2).mean(-1, /*keepdim=*/true) + w.eps);
+  }
+  return w.weight.defined() ? scaled * w.weight.to(at::kFloat) : scaled;
+}
+
 // Rows of logits per block when observers take blocks: 128 (26 MB for
 // GPT-2). Through BLAS every block's GEMM repacks the whole (V, E) head, and
 // a packed head's kernel (oneDNN) still reads the whole head once per
@@ -54,6 +69,17 @@ struct PassState {
   // The float32 weights, or their bfloat16 matrices for Precision::kBfloat16.
   const DecoderWeights* weights = nullptr;
   bool bf16 = false;
+};
+
+// The state of products run outside Forward (a read-out, head writes): no
+// observers, no cache, default options.
+struct DetachedPass {
+  ForwardOptions options;
+  ObserverSet none{std::vector<ForwardObserver*>{}};
+  PassState state{options, 0, nullptr, {}, none, {}, {}, {}, nullptr};
+  DetachedPass() = default;
+  DetachedPass(const DetachedPass&) = delete;  // state refers to the members
+  DetachedPass& operator=(const DetachedPass&) = delete;
 };
 
 // A workspace from the pool for the lifetime of one pass.
@@ -82,6 +108,10 @@ class DecoderModel : public LanguageModel {
                        const std::vector<ForwardObserver*>& observers) const override;
   absl::Status HiddenStateLogits(int state, const float* x, int64_t rows, Precision precision,
                                  float* logits) const override;
+  absl::Status HeadWrites(int layer, const float* head_mix, const float* attention_raw,
+                          int64_t rows, Precision precision, float* out) const override;
+  absl::Status ReadoutDirections(const float* residual, const int64_t* targets, int64_t rows,
+                                 float* direction, double* offset) const override;
   std::unique_ptr<KvCache> NewCache() const override {
     return NewCache(CachePositions::kOriginal);
   }
@@ -101,6 +131,11 @@ class DecoderModel : public LanguageModel {
 
  private:
   at::Tensor Embed(const at::Tensor& ids, const PassState& pass) const;
+  // Rows `ids` of the head (V, E), float32, on the model's device.
+  at::Tensor HeadRows(const at::Tensor& ids) const;
+  // Unimplemented when the residual stream is not a sum of the layers'
+  // writes read out through the final norm (a post-norm stack, project_out).
+  absl::Status CheckDecomposable() const;
   // y = x W^T + b in the pass's precision.
   at::Tensor Product(const at::Tensor& x, const LinearWeights& w, const PassState& pass) const {
     return pass.bf16 ? LinearBf16(x, w) : Linear(x, w);
@@ -113,11 +148,27 @@ class DecoderModel : public LanguageModel {
     });
     return bf16_;
   }
-  at::Tensor Norm(const at::Tensor& x, const NormWeights& w) const {
-    return Normalize(x, w, spec_.norm, spec_.norm_eps);
+  static at::Tensor Norm(const at::Tensor& x, const NormWeights& w) { return Normalize(x, w); }
+  // The float32 weights, or the bfloat16 ones for kBfloat16 (made once).
+  void UseWeights(PassState& pass, Precision precision) const {
+    pass.bf16 = Resolve(precision) == Precision::kBfloat16;
+    pass.weights = pass.bf16 ? &Bf16Weights() : &w_;
   }
   at::Tensor RunLayer(int layer, const at::Tensor& x, PassState& pass) const;
-  at::Tensor Attention(int layer, const at::Tensor& x, PassState& pass) const;
+  // head_mix: where to put the heads' weighted values before the output
+  // projection ((B, T, H * d)), or nullptr.
+  at::Tensor Attention(int layer, const at::Tensor& x, PassState& pass,
+                       at::Tensor* head_mix = nullptr) const;
+  // The steps of Attention, in order.
+  struct Heads {
+    at::Tensor q;  // (B, H, T, d)
+    at::Tensor k;  // (B, KV, T, d); with a cache, every cached key after AppendToCache
+    at::Tensor v;  // (B, KV, T, d); likewise
+  };
+  Heads ProjectHeads(const LayerWeights& l, const at::Tensor& x, const PassState& pass) const;
+  void RotateHeads(Heads& h, const PassState& pass) const;
+  AttentionStep ScoreStep(int layer, Heads& h, const PassState& pass) const;
+  void AppendToCache(int layer, Heads& h, const PassState& pass) const;
   at::Tensor Mlp(const LayerWeights& l, const at::Tensor& x, const PassState& pass) const;
   at::Tensor Finish(const at::Tensor& x, const PassState& pass) const;
   at::Tensor Logits(const at::Tensor& x, const PassState& pass) const;
@@ -160,9 +211,10 @@ at::Tensor DecoderModel::Embed(const at::Tensor& ids, const PassState& pass) con
   return x;
 }
 
-// x (B, T, H) -> attention output (B, T, H), before the residual.
-at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pass) const {
-  const LayerWeights& l = pass.weights->layers[layer];
+// x (B, T, H) -> q, k, v by one product with the fused q | k | v matrix,
+// split into heads, with the q/k norms (Qwen3) over each head.
+DecoderModel::Heads DecoderModel::ProjectHeads(const LayerWeights& l, const at::Tensor& x,
+                                               const PassState& pass) const {
   const AttentionSpec& a = spec_.attention;
   const int64_t batch = x.size(0), tokens = x.size(1), d = a.head_dim;
   const at::Tensor qkv = Product(x, l.qkv, pass);  // (B, T, (H + 2 KV) d), columns q | k | v
@@ -171,24 +223,33 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
   at::Tensor k = qkv.narrow(-1, q_cols, kv_cols).view({batch, tokens, a.num_kv_heads, d});
   at::Tensor v = qkv.narrow(-1, q_cols + kv_cols, kv_cols).view({batch, tokens, a.num_kv_heads, d});
   if (a.qk_norm) {
-    const NormKind kind =
-        spec_.norm == NormKind::kRmsNormPlusOne ? NormKind::kRmsNormPlusOne : NormKind::kRmsNorm;
-    q = Normalize(q, l.q_norm, kind, spec_.norm_eps);
-    k = Normalize(k, l.k_norm, kind, spec_.norm_eps);
+    q = Norm(q, l.q_norm);
+    k = Norm(k, l.k_norm);
   }
-  q = q.transpose(1, 2);  // (B, H, T, d)
-  k = k.transpose(1, 2);  // (B, KV, T, d)
-  v = v.transpose(1, 2);
+  return {q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)};
+}
+
+// Rotary embedding of the new queries and keys at their positions (keys of
+// a cache that rotates by cache index are rotated after AppendToCache
+// instead); under bfloat16 the operands of q k^T and p v are rounded.
+void DecoderModel::RotateHeads(Heads& h, const PassState& pass) const {
   const bool rotate_cached = pass.cache != nullptr && pass.cache->rotates_by_index();
   if (pass.rotary.cos.defined()) {
-    q = ApplyRotary(q, pass.rotary);
-    if (!rotate_cached) k = ApplyRotary(k, pass.rotary);
+    h.q = ApplyRotary(h.q, pass.rotary);
+    if (!rotate_cached) h.k = ApplyRotary(h.k, pass.rotary);
   }
-  if (pass.bf16) {  // the operands of q k^T and p v
-    q = RoundToBf16(q);
-    if (!rotate_cached) k = RoundToBf16(k);  // else after the rotation below
-    v = RoundToBf16(v);
+  if (pass.bf16) {
+    h.q = RoundToBf16(h.q);
+    if (!rotate_cached) h.k = RoundToBf16(h.k);
+    h.v = RoundToBf16(h.v);
   }
+}
+
+// How the scores of this layer are made: the scale (OPT scales the queries
+// before the product, in float32; GPT-2 may divide by the layer number), the
+// soft-cap, the sliding window, the masks of the pass.
+AttentionStep DecoderModel::ScoreStep(int layer, Heads& h, const PassState& pass) const {
+  const AttentionSpec& a = spec_.attention;
   AttentionStep step;
   step.layer = layer;
   step.past = pass.past;
@@ -198,27 +259,51 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
   step.key_positions = pass.key_positions;
   step.hidden_keys = pass.hidden_keys;
   step.workspace = pass.workspace;
-  // OPT scales the projected queries in float32 before the product.
   if (a.scale_query_first) {
-    q = q * static_cast<float>(a.score_scale);
+    h.q = h.q * static_cast<float>(a.score_scale);
     step.score_scale = 1.0;
   }
   if (a.divide_by_layer_number) step.score_scale /= (layer + 1);
-  if (pass.cache != nullptr) {
-    std::tie(k, v) = pass.cache->Append(layer, k, v);
-    // StreamingLLM's position shift: every cached key at its cache index.
-    if (rotate_cached) {
-      k = ApplyRotary(k, pass.key_rotary);
-      if (pass.bf16) k = RoundToBf16(k);
-    }
+  return step;
+}
+
+// The new keys and values join the cache; the pass reads every cached one
+// (after an eviction fewer than the positions). StreamingLLM's position
+// shift rotates every cached key at its cache index.
+void DecoderModel::AppendToCache(int layer, Heads& h, const PassState& pass) const {
+  if (pass.cache == nullptr) return;
+  std::tie(h.k, h.v) = pass.cache->Append(layer, h.k, h.v);
+  if (pass.cache->rotates_by_index()) {
+    h.k = ApplyRotary(h.k, pass.key_rotary);
+    if (pass.bf16) h.k = RoundToBf16(h.k);
   }
-  // Keys: the cached tokens (after an eviction fewer than the positions) and
-  // the new ones.
-  step.query_block_size = QueryBlockRows(pass.options.query_block_size, batch * a.num_heads,
-                                         tokens, k.size(2));
-  at::Tensor o = CausalAttention(q, k, v, step, pass.observers);  // (B, H, T, d)
+}
+
+// x (B, T, H) -> attention output (B, T, H), before the residual: project,
+// q/k norm, rotate, scores (scale, soft-cap, window, mask), softmax and the
+// weighted sum in blocks of query rows (CausalAttention, which publishes
+// the weights to the observers), ablated heads zeroed, the output product.
+at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pass,
+                                   at::Tensor* head_mix) const {
+  const LayerWeights& l = pass.weights->layers[layer];
+  Heads h = ProjectHeads(l, x, pass);
+  RotateHeads(h, pass);
+  AttentionStep step = ScoreStep(layer, h, pass);
+  AppendToCache(layer, h, pass);
+  const int64_t batch = x.size(0), tokens = x.size(1), heads = spec_.attention.num_heads;
+  step.query_block_size =
+      QueryBlockRows(pass.options.query_block_size, batch * heads, tokens, h.k.size(2));
+  at::Tensor o = CausalAttention(h.q, h.k, h.v, step, pass.observers);  // (B, H, T, d)
   AblateHeads(layer, pass.options, o);
-  return Product(o.transpose(1, 2).reshape({batch, tokens, q_cols}), l.o, pass);
+  for (const ActivationPatch& p : pass.options.patches) {
+    if (p.kind != ActivationPatch::Kind::kHeadOutput || p.layer != layer) continue;
+    o.select(1, p.head).copy_(  // (B = 1, T, d)
+        at::from_blob(const_cast<float*>(p.values.data()), {1, tokens, spec_.attention.head_dim},
+                      at::kFloat));
+  }
+  const at::Tensor mix = o.transpose(1, 2).reshape({batch, tokens, heads * spec_.attention.head_dim});
+  if (head_mix != nullptr) *head_mix = mix;
+  return Product(mix, l.o, pass);
 }
 
 at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x,
@@ -242,10 +327,15 @@ at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x,
 
 at::Tensor DecoderModel::RunLayer(int layer, const at::Tensor& x, PassState& pass) const {
   const LayerWeights& l = pass.weights->layers[layer];
+  ObserverSet& observers = pass.observers;
+  const bool writes = observers.needs().sublayer_writes;  // kPostNorm refused in Forward
+  at::Tensor mix;
   switch (spec_.residual) {
     case ResidualLayout::kParallel: {
-      const at::Tensor attn = Attention(layer, Norm(x, l.attn_norm), pass);
-      return Mlp(l, Norm(x, l.mlp_norm), pass) + attn + x;  // HF's order of the sum
+      const at::Tensor attn = Attention(layer, Norm(x, l.attn_norm), pass, writes ? &mix : nullptr);
+      const at::Tensor mlp = Mlp(l, Norm(x, l.mlp_norm), pass);
+      if (writes) observers.PublishSublayerWrites(layer, spec_.attention.num_heads, mix, attn, attn, mlp);
+      return mlp + attn + x;  // HF's order of the sum
     }
     case ResidualLayout::kPostNorm: {
       const at::Tensor h = Norm(x + Attention(layer, x, pass), l.attn_norm);
@@ -254,11 +344,12 @@ at::Tensor DecoderModel::RunLayer(int layer, const at::Tensor& x, PassState& pas
     case ResidualLayout::kPreNorm:
       break;
   }
-  at::Tensor attn = Attention(layer, Norm(x, l.attn_norm), pass);
-  if (spec_.post_sublayer_norms) attn = Norm(attn, l.post_attn_norm);
+  const at::Tensor raw = Attention(layer, Norm(x, l.attn_norm), pass, writes ? &mix : nullptr);
+  const at::Tensor attn = spec_.post_sublayer_norms ? Norm(raw, l.post_attn_norm) : raw;
   const at::Tensor h = x + attn;
   at::Tensor mlp = Mlp(l, Norm(h, l.mlp_norm), pass);
   if (spec_.post_sublayer_norms) mlp = Norm(mlp, l.post_mlp_norm);
+  if (writes) observers.PublishSublayerWrites(layer, spec_.attention.num_heads, mix, raw, attn, mlp);
   return h + mlp;
 }
 
@@ -313,11 +404,9 @@ absl::Status DecoderModel::HiddenStateLogits(int state, const float* x, int64_t 
   if (rows == 0) return absl::OkStatus();
   try {
     c10::InferenceMode inference;
-    ForwardOptions options;
-    ObserverSet none({});
-    PassState pass{options, 0, nullptr, {}, none, {}, {}, {}, nullptr};
-    pass.bf16 = Resolve(precision) == Precision::kBfloat16;
-    pass.weights = pass.bf16 ? &Bf16Weights() : &w_;
+    DetachedPass detached;
+    PassState& pass = detached.state;
+    UseWeights(pass, precision);
     const bool last = state == config_.num_layers;
     const int64_t width =
         !last ? config_.hidden_size : (w_.head_packed ? w_.head_packed->k() : w_.head.size(1));
@@ -332,6 +421,115 @@ absl::Status DecoderModel::HiddenStateLogits(int state, const float* x, int64_t 
   }
 }
 
+at::Tensor DecoderModel::HeadRows(const at::Tensor& ids) const {
+  if (w_.head.defined()) return w_.head.index_select(0, ids.to(w_.head.device())).to(at::kFloat);
+  const at::Tensor flat = ids.to(at::kCPU).contiguous();
+  at::Tensor rows = at::empty({flat.numel(), w_.head_packed->k()}, at::kFloat);
+  w_.head_packed->GatherRows(flat.data_ptr<int64_t>(), flat.numel(), rows.data_ptr<float>());
+  return rows.to(device_);
+}
+
+absl::Status DecoderModel::CheckDecomposable() const {
+  if (spec_.residual == ResidualLayout::kPostNorm) {
+    return absl::UnimplementedError(absl::StrCat(
+        config_.model_type, ": the residual stream is normalised after each block "
+        "(do_layer_norm_before: false), so it is not a sum of the layers' writes; "
+        "direct logit attribution and head patching need a pre-norm model"));
+  }
+  if (w_.project_out.present()) {
+    return absl::UnimplementedError(absl::StrCat(
+        config_.model_type, ": the read-out goes through project_out; direct logit "
+        "attribution is not defined for it"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DecoderModel::HeadWrites(int layer, const float* head_mix,
+                                      const float* attention_raw, int64_t rows,
+                                      Precision precision, float* out) const {
+  if (layer < 0 || layer >= config_.num_layers || rows < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("head writes of layer ", layer, " with ", rows,
+                                                   " rows: layers are 0..",
+                                                   config_.num_layers - 1, " and rows at least 0"));
+  }
+  ATTNSCOPE_RETURN_IF_ERROR(CheckDecomposable());
+  if (rows == 0) return absl::OkStatus();
+  try {
+    c10::InferenceMode inference;
+    DetachedPass detached;
+    PassState& pass = detached.state;
+    UseWeights(pass, precision);
+    const int64_t heads = spec_.attention.num_heads, dim = spec_.attention.head_dim;
+    const int64_t width = config_.hidden_size;
+    const at::Tensor mix =
+        at::from_blob(const_cast<float*>(head_mix), {rows, 1, heads, dim}, at::kFloat).to(device_);
+    // Row (r, h) keeps only head h's values: one product gives every head's write.
+    const at::Tensor spread = mix * at::eye(heads, mix.options()).view({1, heads, heads, 1});
+    const LinearWeights& o = pass.weights->layers[layer].o;
+    at::Tensor w = Product(spread.view({1, rows * heads, heads * dim}), o, pass);
+    if (o.bias.defined()) w = w - o.bias.to(at::kFloat);
+    w = w.view({rows, heads, width});
+    if (spec_.post_sublayer_norms) {
+      const at::Tensor raw =
+          at::from_blob(const_cast<float*>(attention_raw), {rows, 1, width}, at::kFloat)
+              .to(device_);
+      w = FrozenNorm(w, raw, w_.layers[layer].post_attn_norm);
+    }
+    const at::Tensor c = w.to(at::kCPU).contiguous();
+    std::memcpy(out, c.data_ptr<float>(), static_cast<size_t>(c.numel()) * sizeof(float));
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat(config_.model_type, ": head writes of layer ", layer, " failed: ", e.what()));
+  }
+}
+
+absl::Status DecoderModel::ReadoutDirections(const float* residual, const int64_t* targets,
+                                             int64_t rows, float* direction,
+                                             double* offset) const {
+  if (rows < 0) return absl::InvalidArgumentError("read-out directions: rows below 0");
+  for (int64_t r = 0; r < rows; ++r) {
+    if (targets[r] < 0 || targets[r] >= config_.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("target id ", targets[r], " is outside [0, ",
+                                                     config_.vocab_size, ")"));
+    }
+  }
+  ATTNSCOPE_RETURN_IF_ERROR(CheckDecomposable());
+  if (rows == 0) return absl::OkStatus();
+  try {
+    c10::InferenceMode inference;
+    const int64_t width = config_.hidden_size;
+    const at::Tensor r =
+        at::from_blob(const_cast<float*>(residual), {rows, width}, at::kFloat).to(device_);
+    const at::Tensor ids = at::from_blob(const_cast<int64_t*>(targets), {rows}, at::kLong).clone();
+    const at::Tensor unembed = HeadRows(ids);  // (rows, D)
+    at::Tensor dir = unembed;
+    at::Tensor normed = r;
+    if (spec_.final_norm) {
+      const NormWeights& n = w_.final_norm;
+      at::Tensor g = n.weight.defined() ? unembed * n.weight.to(at::kFloat) : unembed;
+      // c . centre(g) = centre(c) . g: LayerNorm's centring moves to the direction.
+      if (n.kind == NormKind::kLayerNorm) g = g - g.mean(-1, /*keepdim=*/true);
+      const at::Tensor scale =
+          n.kind == NormKind::kLayerNorm
+              ? at::rsqrt(r.var(-1, /*unbiased=*/false, /*keepdim=*/true) + n.eps)
+              : at::rsqrt(r.pow(2).mean(-1, /*keepdim=*/true) + n.eps);
+      dir = g * scale;
+      normed = Norm(r, n);
+    }
+    const at::Tensor logit = (normed.to(at::kDouble) * unembed.to(at::kDouble)).sum(-1);
+    const at::Tensor rest = logit - (r.to(at::kDouble) * dir.to(at::kDouble)).sum(-1);
+    const at::Tensor d = dir.to(at::kCPU).contiguous();
+    const at::Tensor o = rest.to(at::kCPU).contiguous();
+    std::memcpy(direction, d.data_ptr<float>(), static_cast<size_t>(d.numel()) * sizeof(float));
+    std::memcpy(offset, o.data_ptr<double>(), static_cast<size_t>(o.numel()) * sizeof(double));
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::InternalError(
+        absl::StrCat(config_.model_type, ": reading out a direction failed: ", e.what()));
+  }
+}
+
 absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batch,
                                    const ForwardOptions& options,
                                    const std::vector<ForwardObserver*>& observers) const {
@@ -339,22 +537,17 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
   const int64_t past = cache ? cache->first_new_position() : 0;
   ATTNSCOPE_RETURN_IF_ERROR(CheckForwardInput(config_, batch, options, past));
   const int64_t cached = cache ? cache->length() : 0;
-  const int64_t new_tokens = static_cast<int64_t>(batch[0].size());
-  if (!options.hidden_keys.empty() &&
-      options.hidden_keys.size() != static_cast<size_t>(new_tokens * (cached + new_tokens))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "hidden_keys has ", options.hidden_keys.size(), " entries; a pass of ", new_tokens,
-        " tokens over ", cached + new_tokens, " keys needs ", new_tokens * (cached + new_tokens)));
-  }
+  const auto new_tokens = static_cast<int64_t>(batch[0].size());
+  ATTNSCOPE_RETURN_IF_ERROR(CheckHiddenKeys(options, new_tokens, cached + new_tokens));
   try {
     c10::InferenceMode inference;
     if (cache != nullptr) cache->Rollback();
     ObserverSet obs(observers);
+    if (obs.needs().sublayer_writes) ATTNSCOPE_RETURN_IF_ERROR(CheckDecomposable());
     const int64_t batch_size = batch.size(), tokens = batch[0].size();
     PooledWorkspace workspace(workspaces_);
     PassState pass{options, past, cache, {}, obs, {}, {}, {}, workspace.get()};
-    pass.bf16 = Resolve(options.precision) == Precision::kBfloat16;
-    pass.weights = pass.bf16 ? &Bf16Weights() : &w_;
+    UseWeights(pass, options.precision);
     if (spec_.rope.kind != RopeKind::kNone) {
       pass.rotary = MakeRotaryTables(spec_.rope, past, tokens);
       if (cache != nullptr && cache->rotates_by_index()) {
@@ -376,6 +569,12 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
     for (int layer = 0; layer < config_.num_layers; ++layer) {
       if (options.should_stop && options.should_stop()) {
         return absl::CancelledError(absl::StrCat("forward pass stopped before layer ", layer));
+      }
+      for (const ActivationPatch& p : options.patches) {
+        if (p.kind != ActivationPatch::Kind::kResidual || p.layer != layer) continue;
+        x.select(1, p.position).copy_(  // (B = 1, D)
+            at::from_blob(const_cast<float*>(p.values.data()), {1, config_.hidden_size},
+                          at::kFloat));
       }
       x = RunLayer(layer, x, pass);
       if (layer + 1 < config_.num_layers) obs.PublishHidden(layer + 1, x);

@@ -64,6 +64,8 @@ absl::StatusOr<LinearWeights> SpecReader::Linear(const std::string& name, int64_
 absl::StatusOr<NormWeights> SpecReader::Norm(const std::string& name, int64_t n,
                                              NormKind kind) const {
   NormWeights w;
+  w.kind = kind;
+  w.eps = s_.norm_eps;
   if (!s_.norm_affine) return w;
   const std::string origin = absl::StrCat("width ", n);
   ATTNSCOPE_ASSIGN_OR_RETURN(w.weight, w_.Get(name + ".weight", {n}, origin));
@@ -129,7 +131,7 @@ absl::StatusOr<LayerWeights> SpecReader::Layer(int64_t i) const {
     ATTNSCOPE_ASSIGN_OR_RETURN(l.post_mlp_norm, Norm(p + n_.post_mlp_norm, h, s_.norm));
   }
   ATTNSCOPE_ASSIGN_OR_RETURN(l.qkv, Qkv(p));
-  if (s_.attention.qk_norm) {
+  if (s_.attention.qk_norm) {  // RMS norms over head_dim, Gemma's (1 + w) where the model's are
     const NormKind kind =
         s_.norm == NormKind::kRmsNormPlusOne ? NormKind::kRmsNormPlusOne : NormKind::kRmsNorm;
     ATTNSCOPE_ASSIGN_OR_RETURN(l.q_norm, Norm(p + n_.q_norm, c_.head_dim, kind));
@@ -344,11 +346,11 @@ at::Tensor Linear(const at::Tensor& x, const LinearWeights& w) {
   return WidenedLinear(x, w.weight, w.bias);
 }
 
-at::Tensor Normalize(const at::Tensor& x, const NormWeights& w, NormKind kind, double eps) {
-  if (kind == NormKind::kLayerNorm) {
-    return at::layer_norm(x, {x.size(-1)}, w.weight, w.bias, eps);
+at::Tensor Normalize(const at::Tensor& x, const NormWeights& w) {
+  if (w.kind == NormKind::kLayerNorm) {
+    return at::layer_norm(x, {x.size(-1)}, w.weight, w.bias, w.eps);
   }
-  const at::Tensor normed = x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  const at::Tensor normed = x * at::rsqrt(x.pow(2).mean(-1, /*keepdim=*/true) + w.eps);
   return w.weight.defined() ? normed * w.weight : normed;
 }
 

@@ -34,9 +34,14 @@ struct LinearWeights {
   bool present() const { return weight.defined() || packed != nullptr; }
 };
 
+// A norm and how it normalises: the kind and epsilon are settled when the
+// weights are read (q/k norms follow the model's RMS variant), so the pass
+// never works them out again.
 struct NormWeights {
   at::Tensor weight;  // (n) or undefined (no affine); (1 + w) for kRmsNormPlusOne
   at::Tensor bias;    // (n) or undefined
+  NormKind kind = NormKind::kRmsNorm;
+  double eps = 1e-6;
 };
 
 struct LayerWeights {
@@ -113,8 +118,8 @@ at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at
 at::Tensor LinearActivated(const at::Tensor& x, const LinearWeights& w, Activation activation,
                            Operands operands);
 
-// The norm of `kind` over the last dimension.
-at::Tensor Normalize(const at::Tensor& x, const NormWeights& w, NormKind kind, double eps);
+// The norm `w` (its kind, epsilon and weights) over the last dimension.
+at::Tensor Normalize(const at::Tensor& x, const NormWeights& w);
 
 // x = activation(x), in place (the MLP's inner activations are the pass's
 // largest tensors after the logits: no second copy of them).

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "service/core/status_macros.h"
 
 namespace attnscope::model {
 namespace {
@@ -25,6 +26,40 @@ absl::Status CheckAblations(const ModelConfig& config, const ForwardOptions& opt
       return absl::InvalidArgumentError(absl::StrCat(
           "head ", h.layer, ".", h.head, " does not exist: the model has layers 0..",
           config.num_layers - 1, " and heads 0..", config.num_heads - 1));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPatches(const ModelConfig& config, const ForwardOptions& options,
+                          size_t batch, int64_t tokens) {
+  if (options.patches.empty()) return absl::OkStatus();
+  if (batch != 1 || options.cache != nullptr) {
+    return absl::InvalidArgumentError(
+        "activation patching takes one sequence in one pass, without a cache");
+  }
+  const int64_t dim = config.decoder.attention.head_dim;
+  for (const ActivationPatch& p : options.patches) {
+    if (p.layer < 0 || p.layer >= config.num_layers) {
+      return absl::InvalidArgumentError(absl::StrCat("patch at layer ", p.layer,
+                                                     ": the model's layers are 0..",
+                                                     config.num_layers - 1));
+    }
+    const bool head = p.kind == ActivationPatch::Kind::kHeadOutput;
+    if (head && (p.head < 0 || p.head >= config.num_heads)) {
+      return absl::InvalidArgumentError(absl::StrCat("patch of head ", p.head,
+                                                     ": the model's heads are 0..",
+                                                     config.num_heads - 1));
+    }
+    if (!head && (p.position < 0 || p.position >= tokens)) {
+      return absl::InvalidArgumentError(absl::StrCat("patch at position ", p.position,
+                                                     ": the prompt's positions are 0..",
+                                                     tokens - 1));
+    }
+    const int64_t want = head ? tokens * dim : config.hidden_size;
+    if (static_cast<int64_t>(p.values.size()) != want) {
+      return absl::InvalidArgumentError(absl::StrCat("a patch of ", p.values.size(),
+                                                     " values where ", want, " belong"));
     }
   }
   return absl::OkStatus();
@@ -62,7 +97,18 @@ absl::Status CheckForwardInput(const ModelConfig& config,
     return absl::InvalidArgumentError(absl::StrCat("query block size must be >= 0, got ",
                                                    options.query_block_size));
   }
-  return CheckAblations(config, options);
+  ATTNSCOPE_RETURN_IF_ERROR(CheckAblations(config, options));
+  return CheckPatches(config, options, batch.size(), static_cast<int64_t>(tokens));
+}
+
+absl::Status CheckHiddenKeys(const ForwardOptions& options, int64_t new_tokens, int64_t keys) {
+  if (options.hidden_keys.empty() ||
+      options.hidden_keys.size() == static_cast<size_t>(new_tokens * keys)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("hidden_keys has ", options.hidden_keys.size(),
+                                                 " entries; a pass of ", new_tokens, " tokens over ",
+                                                 keys, " keys needs ", new_tokens * keys));
 }
 
 at::Tensor IdsTensor(const std::vector<std::vector<int64_t>>& batch) {

@@ -19,6 +19,10 @@ absl::Status CheckForwardInput(const ModelConfig& config,
                                const std::vector<std::vector<int64_t>>& batch,
                                const ForwardOptions& options, int64_t past);
 
+// InvalidArgument unless options.hidden_keys is empty or has one entry per
+// (new token, key) pair: `new_tokens` x `keys` (the cached keys and the new).
+absl::Status CheckHiddenKeys(const ForwardOptions& options, int64_t new_tokens, int64_t keys);
+
 // The batch as a (B, T) int64 tensor.
 at::Tensor IdsTensor(const std::vector<std::vector<int64_t>>& batch);
 

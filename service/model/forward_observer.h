@@ -29,6 +29,10 @@ struct ObserverNeeds {
   // softmax can give it (its CPU kernel), so that the observer need not take
   // a log of every probability again.
   bool row_entropy = false;
+  // OnSublayerWrites for every layer (direct logit attribution). A model
+  // whose residual stream cannot be split into its writes (a post-norm
+  // stack, OPT's project_out) refuses the pass with Unimplemented.
+  bool sublayer_writes = false;
 };
 
 // Attention probabilities of one layer for query rows [query_begin, query_end)
@@ -58,6 +62,29 @@ struct AttentionBlock {
   // Set in the OnAttention that ends a block whose heads an observer with
   // Needs().attention_by_head has already taken through OnAttentionHead.
   bool heads_published = false;
+};
+
+// What one layer adds to the residual stream of one sequence: x_{l+1} =
+// x_l + attention + mlp, whichever order the family computes them in. All
+// (num_tokens, width) float32 row-major, width = D, except head_mix.
+struct SublayerWrites {
+  int layer = 0;
+  int sequence = 0;
+  int64_t num_tokens = 0;
+  int64_t width = 0;      // D
+  int64_t num_heads = 0;  // H
+  int64_t head_dim = 0;   // d
+  // (T, H * d): each head's attention-weighted values, head after head,
+  // before the output projection (an ablated head's are zero).
+  const float* head_mix = nullptr;
+  // The output projection of head_mix, its bias included, before any
+  // post-attention norm.
+  const float* attention_raw = nullptr;
+  // What the attention adds: attention_raw through Gemma-2's
+  // post-attention norm, or attention_raw itself.
+  const float* attention = nullptr;
+  // What the MLP adds (after Gemma-2's post-feed-forward norm).
+  const float* mlp = nullptr;
 };
 
 class ForwardObserver {
@@ -96,6 +123,10 @@ class ForwardObserver {
   // head there.
   virtual void OnAttentionStart(const AttentionBlock& block) {}
   virtual void OnAttentionHead(const AttentionBlock& block, int64_t head) {}
+
+  // For observers whose Needs() sets sublayer_writes: layer `writes.layer`'s
+  // writes, once the layer is done (before its hidden state l + 1).
+  virtual void OnSublayerWrites(const SublayerWrites& writes) {}
 
   // Logits (T, V) row-major float32 of one sequence; row i predicts token i+1.
   virtual void OnLogits(int sequence, const float* logits, int64_t num_tokens,

@@ -60,6 +60,20 @@ class KvCache {
   }
 };
 
+// Activation patching: a value put in place of the pass's own (a pass of one
+// sequence without a cache).
+struct ActivationPatch {
+  enum class Kind {
+    kHeadOutput,  // head `head`'s weighted values at every position: (T, d)
+    kResidual,    // the residual stream entering `layer` at `position`: (D)
+  };
+  Kind kind = Kind::kHeadOutput;
+  int layer = 0;
+  int64_t head = 0;
+  int64_t position = 0;
+  std::vector<float> values;
+};
+
 struct ForwardOptions {
   // Query rows per attention block: B > 0 bounds the extra memory per layer
   // to H x B x T (B >= T: whole layers); 0 chooses automatically: blocks
@@ -88,6 +102,10 @@ struct ForwardOptions {
   // (and sliding-window) mask. Empty: none. For references that reproduce an
   // evicting cache with one full pass; InvalidArgument when the size differs.
   std::vector<uint8_t> hidden_keys;
+  // Values put in place of the pass's own (after any ablation); InvalidArgument
+  // for a layer, head or position outside the model or the prompt, values of
+  // the wrong size, a batch of more than one sequence or a cache.
+  std::vector<ActivationPatch> patches;
 };
 
 class LanguageModel {
@@ -121,6 +139,34 @@ class LanguageModel {
   virtual absl::Status HiddenStateLogits(int state, const float* x, int64_t rows,
                                          Precision precision, float* logits) const {
     return absl::UnimplementedError("this model cannot read logits out of a hidden state");
+  }
+
+  // Direct logit attribution (service/analysis/definitions.md): what each
+  // head of `layer` writes into the residual stream at `rows` positions.
+  // head_mix (rows, H * d) and attention_raw (rows, D) are those rows as
+  // OnSublayerWrites publishes them; out receives (rows, H, D): head h's
+  // slice of the output projection applied to its values, without the
+  // projection's bias, and through Gemma-2's post-attention norm with its
+  // scale frozen at the row of attention_raw (so the heads and the bias's
+  // share sum to the attention's write). InvalidArgument for a layer
+  // outside [0, L) or rows < 0; Unimplemented for a model that cannot.
+  virtual absl::Status HeadWrites(int layer, const float* head_mix, const float* attention_raw,
+                                  int64_t rows, Precision precision, float* out) const {
+    return absl::UnimplementedError("this model cannot split its attention into heads");
+  }
+  // The final read-out as a direction: for `rows` rows of the residual
+  // stream after the last block (before the final norm; (rows, D)) and one
+  // target id per row, `direction` receives (rows, D) such that c . direction
+  // is a write c's direct contribution to the target's logit before Gemma-2's
+  // soft-capping: the target's unembedding row through the final norm with
+  // the norm's scale frozen at that row (its centring included for
+  // LayerNorm). `offset` receives (rows) the logit less residual .
+  // direction: the norm's bias read out by the head. InvalidArgument for a
+  // target outside [0, V) or rows < 0; Unimplemented for a model without a
+  // decomposable read-out (OPT's project_out).
+  virtual absl::Status ReadoutDirections(const float* residual, const int64_t* targets,
+                                         int64_t rows, float* direction, double* offset) const {
+    return absl::UnimplementedError("this model cannot read out a direction");
   }
 
   virtual std::unique_ptr<KvCache> NewCache() const = 0;

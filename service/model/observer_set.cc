@@ -15,6 +15,7 @@ ObserverSet::ObserverSet(const std::vector<ForwardObserver*>& observers) {
     needs_.value_norms |= n.value_norms;
     needs_.hidden_states |= n.hidden_states;
     needs_.logits |= n.logits;
+    needs_.sublayer_writes |= n.sublayer_writes;
     if (n.logits && !n.logits_in_blocks) logits_in_blocks_ = false;
   }
 }
@@ -33,6 +34,34 @@ void ObserverSet::PublishHidden(int state, const at::Tensor& x) {
     for (ForwardObserver* o : observers_) {
       if (!o->Needs().hidden_states) continue;
       o->OnHiddenState(static_cast<int>(b), state, row.data_ptr<float>(), c.size(1), c.size(2));
+    }
+  }
+}
+
+void ObserverSet::PublishSublayerWrites(int layer, int64_t heads, const at::Tensor& head_mix,
+                                        const at::Tensor& attention_raw,
+                                        const at::Tensor& attention, const at::Tensor& mlp) {
+  if (!needs_.sublayer_writes) return;
+  const at::Tensor z = head_mix.to(at::kCPU).to(at::kFloat).contiguous();
+  const at::Tensor raw = attention_raw.to(at::kCPU).to(at::kFloat).contiguous();
+  const at::Tensor attn = attention.is_same(attention_raw)
+                              ? raw
+                              : attention.to(at::kCPU).to(at::kFloat).contiguous();
+  const at::Tensor m = mlp.to(at::kCPU).to(at::kFloat).contiguous();
+  for (int64_t b = 0; b < z.size(0); ++b) {
+    SublayerWrites w;
+    w.layer = layer;
+    w.sequence = static_cast<int>(b);
+    w.num_tokens = raw.size(1);
+    w.width = raw.size(2);
+    w.num_heads = heads;
+    w.head_dim = z.size(2) / heads;
+    w.head_mix = z[b].data_ptr<float>();
+    w.attention_raw = raw[b].data_ptr<float>();
+    w.attention = attn[b].data_ptr<float>();
+    w.mlp = m[b].data_ptr<float>();
+    for (ForwardObserver* o : observers_) {
+      if (o->Needs().sublayer_writes) o->OnSublayerWrites(w);
     }
   }
 }

@@ -21,6 +21,12 @@ class ObserverSet {
   void Begin(int64_t batch, int64_t num_tokens);
   // x is (B, T, D): hidden state `state` of every sequence.
   void PublishHidden(int state, const at::Tensor& x);
+  // Layer `layer`'s writes to the residual stream of every sequence:
+  // head_mix (B, T, H * d), attention_raw, attention and mlp (B, T, D)
+  // (attention may be attention_raw itself).
+  void PublishSublayerWrites(int layer, int64_t heads, const at::Tensor& head_mix,
+                             const at::Tensor& attention_raw, const at::Tensor& attention,
+                             const at::Tensor& mlp);
   // probs is (B, H, rows, S) for query rows starting at `query_begin`;
   // value_norms is (B, H, S) or undefined.
   // row_entropy: (B, H, rows) float64 entropies of the probs' rows, or

@@ -19,19 +19,19 @@
 #include "service/model/language_model.h"
 #include "service/model/recorder.h"
 #include "tests/common/float_compare.h"
+#include "tests/common/golden_tensors.h"
 
 namespace attnscope::analysis {
 namespace {
+
+using test::ReadTensor;
+using test::TestDataPath;
 
 using test::AbsDiff;
 using test::Worse;
 using ::testing::HasSubstr;
 
 constexpr double kTolerance = 1e-5;
-
-std::string DataPath(const std::string& relative) {
-  return std::string(ATTNSCOPE_TEST_DATA_DIR) + "/" + relative;
-}
 
 // A golden file's tensors, widened to double / int64.
 struct Golden {
@@ -40,41 +40,28 @@ struct Golden {
   int64_t states = 0, tokens = 0, top_k = 0;
 };
 
-template <typename T>
-std::vector<T> Read(const SafetensorsFile& file, const std::string& name,
-                    std::vector<int64_t>* shape = nullptr) {
-  const TensorRef* t = file.Find(name);
-  EXPECT_NE(t, nullptr) << name;
-  if (t == nullptr) return {};
-  EXPECT_EQ(t->nbytes, static_cast<size_t>(t->numel()) * sizeof(T)) << name;
-  std::vector<T> out(static_cast<size_t>(t->numel()));
-  std::memcpy(out.data(), t->data, out.size() * sizeof(T));
-  if (shape != nullptr) *shape = t->shape;
-  return out;
-}
-
 Golden LoadGolden(const std::string& fixture) {
-  auto file = SafetensorsFile::Open(DataPath("reference/lens-" + fixture + ".safetensors"));
+  auto file = SafetensorsFile::Open(TestDataPath("reference/lens-" + fixture + ".safetensors"));
   EXPECT_TRUE(file.ok()) << file.status();
   Golden g;
   if (!file.ok()) return g;
   std::vector<int64_t> shape;
-  g.input_ids = Read<int64_t>(**file, "input_ids");
-  g.top_ids = Read<int64_t>(**file, "lens_top_ids", &shape);
+  g.input_ids = ReadTensor<int64_t>(**file, "input_ids");
+  g.top_ids = ReadTensor<int64_t>(**file, "lens_top_ids", &shape);
   g.states = shape.at(0);
   g.tokens = shape.at(1);
   g.top_k = shape.at(2);
-  g.top_p = Read<double>(**file, "lens_top_p");
-  g.next_p = Read<double>(**file, "lens_next_p");
-  g.next_rank = Read<int64_t>(**file, "lens_next_rank");
-  g.entropy = Read<double>(**file, "lens_entropy");
-  g.queries = Read<int64_t>(**file, "rollout_queries");
-  g.rollout = Read<double>(**file, "rollout");
+  g.top_p = ReadTensor<double>(**file, "lens_top_p");
+  g.next_p = ReadTensor<double>(**file, "lens_next_p");
+  g.next_rank = ReadTensor<int64_t>(**file, "lens_next_rank");
+  g.entropy = ReadTensor<double>(**file, "lens_entropy");
+  g.queries = ReadTensor<int64_t>(**file, "rollout_queries");
+  g.rollout = ReadTensor<double>(**file, "rollout");
   return g;
 }
 
 std::unique_ptr<model::LanguageModel> LoadFixture(const std::string& fixture) {
-  auto model = model::LoadLanguageModel(DataPath("models/" + fixture));
+  auto model = model::LoadLanguageModel(TestDataPath("models/" + fixture));
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? std::move(*model) : nullptr;
 }

@@ -15,41 +15,28 @@
 #include "service/core/safetensors.h"
 #include "tests/cli/run_cli.h"
 #include "tests/common/float_compare.h"
+#include "tests/common/golden_tensors.h"
 
 namespace attnscope {
 namespace {
 
+using test::ReadTensor;
+using test::TestDataPath;
+
 using ::testing::HasSubstr;
 using testing::RunCli;
-
-std::string DataPath(const std::string& relative) {
-  return std::string(ATTNSCOPE_TEST_DATA_DIR) + "/" + relative;
-}
-
-template <typename T>
-std::vector<T> Read(const SafetensorsFile& file, const std::string& name) {
-  const TensorRef* t = file.Find(name);
-  EXPECT_NE(t, nullptr) << name;
-  if (t == nullptr) return {};
-  std::vector<T> out(static_cast<size_t>(t->numel()));
-  std::memcpy(out.data(), t->data, out.size() * sizeof(T));
-  return out;
-}
 
 class LensCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto file = SafetensorsFile::Open(DataPath("reference/lens-llama.safetensors"));
-    ASSERT_TRUE(file.ok()) << file.status();
-    golden_ = std::move(*file);
-    ids_ = Read<int64_t>(*golden_, "input_ids");
-    queries_ = Read<int64_t>(*golden_, "rollout_queries");
+    golden_ = test::OpenGolden("reference/lens-llama.safetensors");
+    ASSERT_NE(golden_, nullptr);
+    ids_ = ReadTensor<int64_t>(*golden_, "input_ids");
+    queries_ = ReadTensor<int64_t>(*golden_, "rollout_queries");
   }
   std::vector<std::string> Args(std::vector<std::string> more) const {
-    std::vector<std::string> args = {"lens", "--model", DataPath("models/llama"), "--ids",
-                                     absl::StrJoin(ids_, ",")};
-    args.insert(args.end(), more.begin(), more.end());
-    return args;
+    return test::WithArgs(
+        {"lens", "--model", TestDataPath("models/llama"), "--ids", absl::StrJoin(ids_, ",")}, more);
   }
   std::unique_ptr<SafetensorsFile> golden_;
   std::vector<int64_t> ids_, queries_;
@@ -60,10 +47,10 @@ TEST_F(LensCliTest, JsonMatchesTheFloat64Reference) {
                               absl::StrCat(queries_[0], ",", queries_[1])}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json out = nlohmann::json::parse(r.out);
-  const std::vector<double> top_p = Read<double>(*golden_, "lens_top_p");
-  const std::vector<double> next_p = Read<double>(*golden_, "lens_next_p");
-  const std::vector<int64_t> rank = Read<int64_t>(*golden_, "lens_next_rank");
-  const std::vector<double> entropy = Read<double>(*golden_, "lens_entropy");
+  const std::vector<double> top_p = ReadTensor<double>(*golden_, "lens_top_p");
+  const std::vector<double> next_p = ReadTensor<double>(*golden_, "lens_next_p");
+  const std::vector<int64_t> rank = ReadTensor<int64_t>(*golden_, "lens_next_rank");
+  const std::vector<double> entropy = ReadTensor<double>(*golden_, "lens_entropy");
   const auto t = ids_.size();
   const auto& states = out["lens"]["states"];
   ASSERT_EQ(states.size(), 4u);
@@ -95,7 +82,7 @@ TEST_F(LensCliTest, JsonMatchesTheFloat64Reference) {
       for (const auto& v : row) rows.push_back(v.get<double>());
     }
   }
-  const double rollout = test::MaxAbsDiff(rows, Read<double>(*golden_, "rollout"));
+  const double rollout = test::MaxAbsDiff(rows, ReadTensor<double>(*golden_, "rollout"));
   EXPECT_TRUE(test::Within(rollout, 1e-5)) << rollout;
   EXPECT_EQ(out["rollout"]["queries"], nlohmann::json(queries_));
 }

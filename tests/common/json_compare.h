@@ -8,12 +8,19 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "nlohmann/json.hpp"
 #include "tests/common/float_compare.h"
 
 namespace attnscope::test {
+
+// A JSON number as a double; NaN for anything else (`null` included), which
+// no `diff <= tol` check passes.
+inline double JsonNumber(const nlohmann::json& j) {
+  return j.is_number() ? j.get<double>() : std::numeric_limits<double>::quiet_NaN();
+}
 
 // Largest |a - b| over the numbers of two JSON values of the same shape
 // (arrays element by element, objects key by key, in both directions). +inf
