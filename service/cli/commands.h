@@ -29,7 +29,11 @@ int RunSummarize(const std::vector<std::string>& args);
 // stream-ppl: perplexity of a text under KV-cache eviction policies (local).
 int RunStreamPpl(const std::vector<std::string>& args);
 // lens: the logit lens of a prompt and, with --rollout, its attention
-// rollout (local).
-int RunLens(const std::vector<std::string>& args);
+// rollout (on `server`'s Lens RPC when not empty).
+int RunLens(const std::vector<std::string>& args, const std::string& server = "");
+// dla: direct logit attribution of a prompt's prediction (Lens RPC too).
+int RunDla(const std::vector<std::string>& args, const std::string& server = "");
+// patch: activation patching of a clean and a corrupted prompt (Patch RPC).
+int RunPatch(const std::vector<std::string>& args, const std::string& server = "");
 
 }  // namespace attnscope::cli

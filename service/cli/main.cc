@@ -31,10 +31,15 @@ Commands:
   lens       the logit lens: every hidden state read out through the final
              norm and head (top token, the next token's probability and
              rank); --rollout adds the attention rollout
+  dla        direct logit attribution: each head's, MLP's and the
+             embedding's direct contribution to a target token's logit
+  patch      activation patching: how much of a clean prompt's answer each
+             head (or residual position) restores in a corrupted prompt
   health     ask a server's gRPC health service whether it serves (--server)
 
-With --server TARGET, every command but summarize, stream-ppl and lens (tokenize,
-analyze with --export and --viewer, generate, models, heads, ablate, batch)
+With --server TARGET, every command but summarize and stream-ppl (tokenize,
+analyze with --export and --viewer, generate, models, heads, ablate, batch,
+lens, dla, patch)
 runs on a running attnscope-server instead of loading a model here; the output is the same.
 TARGET is HOST:PORT or a gRPC target URI naming several replicas, e.g.
 dns:///attnscope.example:50051 or ipv4:10.0.0.1:50051,10.0.0.2:50051;
@@ -143,13 +148,9 @@ int main(int argc, char** argv) {
     }
     return attnscope::cli::RunStreamPpl(args);
   }
-  if (command == "lens") {
-    if (!server.empty()) {
-      std::cerr << "attnscope: lens runs locally; run it without --server\n";
-      return attnscope::cli::kExitUsage;
-    }
-    return attnscope::cli::RunLens(args);
-  }
+  if (command == "patch") return attnscope::cli::RunPatch(args, server);
+  if (command == "dla") return attnscope::cli::RunDla(args, server);
+  if (command == "lens") return attnscope::cli::RunLens(args, server);
   std::cerr << "attnscope: unknown command '" << command << "'\n\n" << kHelp;
   return attnscope::cli::kExitUsage;
 }

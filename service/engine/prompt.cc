@@ -1,9 +1,13 @@
 #include "service/engine/prompt.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "service/analysis/text_report.h"
 #include "service/core/status_macros.h"
 #include "service/core/utf8.h"
+#include "service/engine/tensor_pieces.h"
 
 namespace attnscope::engine {
 namespace {
@@ -109,6 +113,39 @@ absl::StatusOr<Prompt> PromptFromIds(const ModelBundle& bundle, std::vector<int6
     p.offsets.emplace_back(begin, static_cast<int64_t>(p.text.size()));
   }
   return p;
+}
+
+absl::StatusOr<std::vector<int64_t>> ParsePromptPositions(const std::string& text,
+                                                          const std::string& flag,
+                                                          int64_t tokens, bool all_as_empty) {
+  if (text == "last") return std::vector<int64_t>{tokens - 1};
+  ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<int64_t> out, engine::ParseIndexList(text, flag));
+  if (out.empty() && !all_as_empty) {  // "all"
+    for (int64_t i = 0; i < tokens; ++i) out.push_back(i);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (!out.empty() && out.back() >= tokens) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", out.back(),
+                                                   " is outside the prompt: its ", tokens,
+                                                   " tokens are at 0..", tokens - 1));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> SingleTokenId(const engine::ModelBundle& bundle, const std::string& flag,
+                                      const std::string& text, const std::string& instead) {
+  if (bundle.tokenizer == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        flag, " needs the model's tokenizer, which this model directory lacks; use ", instead));
+  }
+  ATTNSCOPE_ASSIGN_OR_RETURN(const tokenizer::Encoding e, bundle.tokenizer->Encode(text));
+  if (e.ids.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        flag, " \"", text, "\" is ", e.ids.size(), " tokens (", absl::StrJoin(e.ids, ","),
+        "), not one; give a single token (mind the leading space) or ", instead));
+  }
+  return e.ids[0];
 }
 
 }  // namespace attnscope::engine

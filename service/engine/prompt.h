@@ -59,4 +59,22 @@ std::string NoTokenizer(const ModelBundle& bundle);
 // model's vocabulary (the message names the position, the id and the limit).
 absl::StatusOr<Prompt> PromptFromIds(const ModelBundle& bundle, std::vector<int64_t> ids);
 
+// Positions of a prompt of `tokens` tokens: "last", "all" (every
+// position) or a list of indices and ranges ("0,5,10-13"), sorted, without
+// repeats. InvalidArgument naming `flag` for bad syntax or a position
+// outside the prompt (`flag`: a CLI flag or a request field).
+// `all_as_empty`: "all" gives the empty list (for
+// callers to whom empty means every position).
+absl::StatusOr<std::vector<int64_t>> ParsePromptPositions(const std::string& text,
+                                                          const std::string& flag,
+                                                          int64_t tokens,
+                                                          bool all_as_empty = false);
+
+// The one token id `text` encodes to with the model's tokenizer (no special
+// tokens), for a flag such as --target or a request's target field. InvalidArgument naming `flag`, the
+// ids and `instead` (the flag to use for ids) when it is not exactly one
+// token; FailedPrecondition without a tokenizer.
+absl::StatusOr<int64_t> SingleTokenId(const ModelBundle& bundle, const std::string& flag,
+                                      const std::string& text, const std::string& instead);
+
 }  // namespace attnscope::engine
