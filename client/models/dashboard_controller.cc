@@ -111,6 +111,7 @@ void DashboardController::finished(quint64 tag) {
   if (tag == 0) return;
   if (tag == m_attentionTag) m_attentionTag = 0;
   if (tag == m_evictionTag) m_evictionTag = 0;
+  if (tag == m_generateTag) m_generateEnded = true;
 }
 
 void DashboardController::leaveShown() {
@@ -122,6 +123,7 @@ void DashboardController::leaveShown() {
 
 void DashboardController::beginShowing() {
   m_generateTag = 0;
+  m_generateEnded = false;
   m_generation.clear();
   m_feedTokens.clear();
   m_feedPromptTokens = 0;
@@ -149,6 +151,7 @@ quint64 DashboardController::generate(const QString& model, const PromptInput& i
                                       int maxNewTokens) {
   const quint64 tag = ++m_nextTag;
   m_generateTag = tag;
+  m_generateEnded = false;
   Q_EMIT generateRequested(tag, generateRequest(model, input, maxNewTokens));
   return tag;
 }

@@ -106,6 +106,14 @@ class DashboardController : public QObject {
   const attnscope::v1::AnalyzeOptions& shownOptions() const { return m_shownOptions; }
 
   bool analyzeIsUsers() const { return m_analyzeIsUsers; }
+  // The shown prompt was sent to generate from, and that generation is
+  // still running (its analysis and its generation end in either order).
+  bool generationRunning() const { return m_generateTag != 0 && !m_generateEnded; }
+  bool generationEnded() const { return m_generateTag != 0 && m_generateEnded; }
+  // The user's analysis may write the send panel's status (its tokens, its
+  // summary): not once the generation sent with it has ended, whose
+  // "generated" line stays whichever of the analysis's events come later.
+  bool analysisOwnsStatus() const { return m_analyzeIsUsers && !generationEnded(); }
   // The user's EvaluateEviction send is running.
   bool evictionRunning() const { return m_evictionTag != 0; }
   QPair<int, int> fetchedHead() const { return m_attentionHead; }
@@ -127,6 +135,7 @@ class DashboardController : public QObject {
   quint64 m_analyzeTag = 0;
   bool m_analyzeIsUsers = false;
   quint64 m_generateTag = 0;
+  bool m_generateEnded = false;
   quint64 m_attentionTag = 0;
   quint64 m_evictionTag = 0;
   QPair<int, int> m_attentionHead{-1, -1};

@@ -417,14 +417,16 @@ void MainWindow::onAnalyzeEvent(quint64 tag, const v1::AnalyzeEvent& event) {
   if (event.has_tokens()) {
     m_controller->setShownIds(
         QVector<qint64>(event.tokens().ids().begin(), event.tokens().ids().end()));
-    if (m_controller->analyzeIsUsers())
+    if (m_controller->analysisOwnsStatus())
       m_sendPanel->setStatus(tr("analyzing %n token(s)…", "", event.tokens().ids_size()));
   }
   if (event.has_summary()) {
     rebuildEntropy();
-    if (m_controller->analyzeIsUsers()) {
-      m_sendPanel->setStatus(tr("done: %n token(s), health %1", "", m_analysis->tokenCount())
-                                 .arg(event.summary().health(), 0, 'f', 1));
+    if (m_controller->analysisOwnsStatus()) {
+      const QString done = tr("done: %n token(s), health %1", "", m_analysis->tokenCount())
+                               .arg(event.summary().health(), 0, 'f', 1);
+      m_sendPanel->setStatus(m_controller->generationRunning() ? done + tr("; generating…")
+                                                                : done);
     }
     onHeadShown(m_promptView->heatmapModel()->layer(), m_promptView->heatmapModel()->head());
   }
@@ -463,6 +465,7 @@ void MainWindow::onGenerateEvent(quint64 tag, const v1::GenerateEvent& event) {
 
 void MainWindow::onGenerateFinished(quint64 tag, bool ok, const QString& error) {
   if (m_controller->callOf(tag) != DashboardController::Call::Generate) return;
+  m_controller->finished(tag);
   if (ok) {
     m_sendPanel->setStatus(
         tr("generated %n token(s)", "", m_controller->generation().tokens().size()));

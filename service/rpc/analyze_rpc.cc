@@ -45,11 +45,13 @@ void RecordOutcome(const std::string& model, const analysis::PromptStats& s, boo
 
 absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeRequest& request,
                                          grpc::ServerWriter<v1::AnalyzeEvent>* writer) {
+  // Origin first: a dashboard's own request cancelled before it started
+  // must still read as the dashboard's in the feed and the metrics.
+  scope.SetOrigin(request.origin());
+  scope.SetOptions(request.options());
   if (scope.ShouldStop()) return scope.StopStatus("before the request started");
   const std::string model_name = models_.Resolve(request.model());
   scope.finished().set_model(model_name);
-  scope.SetOrigin(request.origin());
-  scope.SetOptions(request.options());
   ATTNSCOPE_ASSIGN_OR_RETURN(const engine::ModelBundle* bundle, models_.Find(request.model()));
   scope.SetServedModel(model_name);
   AnalyzeLimits limits;

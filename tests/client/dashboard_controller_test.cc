@@ -126,9 +126,22 @@ class DashboardControllerTest : public QObject {
     QCOMPARE(sent.analyze.size(), 1);
     QCOMPARE(sent.analyze[0].first, a);
     QCOMPARE(sent.generate[0].second.max_new_tokens(), 8);
+    // The generation runs until its finished signal, in whichever order its
+    // prompt's analysis ends.
+    QVERIFY(c.generationRunning() && !c.generationEnded());
+    QVERIFY(c.analysisOwnsStatus());
+    c.finished(a);
+    QVERIFY(c.generationRunning());
+    c.finished(g);
+    QVERIFY(!c.generationRunning() && c.generationEnded());
+    // Its "generated" status stays, even when the analysis's first events
+    // arrive after the generation's end (CI: "analyzing 11 token(s)…").
+    QVERIFY(!c.analysisOwnsStatus());
+    QCOMPARE(c.callOf(g), Call::Generate);  // still the shown prompt's
     // Selecting another row: the generation no longer belongs to the view.
     c.beginShowing();
     QCOMPARE(c.callOf(g), Call::None);
+    QVERIFY(!c.generationRunning() && !c.generationEnded());
     const quint64 e = c.evaluateEviction("m", text("hi"), {"full"}, "");
     QCOMPARE(c.callOf(e), Call::Eviction);
     QCOMPARE(c.callOf(a), Call::None);  // eviction leaves the prompt view
