@@ -38,7 +38,7 @@ case "$kind" in
     # each process start costs seconds, and the server side of TLS and
     # tokens stays covered by the other RpcSecurityTest cases here.
     select=(-E '^RpcSecurityTest\.(EveryRemoteCommandCarriesTls|ConnectionFailuresAreExplained|CliSendsTheToken|ServerSecurityFlagErrors|CliConnectionFlagErrors)')
-    expected_tests=604
+    expected_tests=615
     # halt_on_error: a UBSan report fails the test (it recovers by default).
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
@@ -71,8 +71,8 @@ case "$kind" in
               'RpcTest\.ClientCutOff' 'RpcTest\.HealthTurnsNotServing' 'RpcTest\.GenerateCancelled'
               'RpcTest\.GenerateStopsAtItsDeadline' 'RpcTest\.ConcurrentGenerate' 'RpcTest\.SlowSubscriber'
               'RpcTest\.MaxSubscribers' 'RpcTest\.ProbeCallsAreAdmissionLimited'
-              'RpcTest\.EveryRequestIsRecorded')
-    expected_tests=51
+              'RpcTest\.EveryRequestIsRecorded' 'RpcTest\.PatchStopsWhenCancelled')
+    expected_tests=52
     select=(-R "^($(IFS='|'; echo "${patterns[*]}"))")
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
     ;;

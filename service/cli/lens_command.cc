@@ -1,7 +1,6 @@
 // attnscope lens: the logit lens of a prompt (every hidden state read out
 // through the final norm and the head) and, with --rollout, its attention
 // rollout.
-#include <algorithm>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +15,7 @@
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHelp[] = R"(Usage: attnscope lens [--model DIR] (--text TEXT | --text-file FILE | --ids 1,2,3 | --ids-file FILE | --chat FILE) [options]
+constexpr char kHelp[] = R"(Usage: attnscope [--server HOST:PORT] lens [--model DIR|NAME] (--text TEXT | --text-file FILE | --ids 1,2,3 | --ids-file FILE | --chat FILE) [options]
 
 The logit lens (service/analysis/definitions.md, "Logit lens"): every hidden
 state s = 0..L (0 = the embeddings, s = after layer s, L = after the final
@@ -26,7 +25,8 @@ positions with the most likely token and its probability, then the actual
 next token's probability and rank (0 = the most likely) per cell. The last
 state's row is the model's own prediction. With --rollout, also the
 attention rollout (Abnar & Zuidema 2020; "Attention rollout" there) of the
-chosen queries after every layer. Runs locally (not with --server).
+chosen queries after every layer. With --server, the server's Lens RPC
+computes it (--model names a served model); the output is the same.
 
   --model DIR        model directory (default: the bundled tiny-gpt2)
   --text TEXT        the prompt as text; --text - reads stdin
@@ -39,6 +39,7 @@ chosen queries after every layer. Runs locally (not with --server).
                      the first)
   --chunk-rows N     rows read out at once (default 256): the extra memory
                      is 4 N (V + D) bytes; the results do not depend on it
+                     (not with --server)
   --rollout          also the attention rollout; it keeps two T x T float32
                      matrices (8 T^2 bytes) and takes prompts of up to 8192
                      tokens (512 MiB)
@@ -51,8 +52,8 @@ chosen queries after every layer. Runs locally (not with --server).
   --block-size N     attention query rows per block (0: automatic)
   --precision P      float32 (default), bf16 or auto, as for analyze (the
                      read-out too)
-  --device D         cpu (default), cuda or auto
-  --threads N        intra-op threads (default: all cores)
+  --device D         cpu (default), cuda or auto (not with --server)
+  --threads N        intra-op threads (default: all cores; not with --server)
   --deadline S       give up after S seconds
 )";
 
@@ -104,25 +105,36 @@ absl::StatusOr<LensArgs> ParseArgs(const std::vector<std::string>& args) {
   return a;
 }
 
-// "last", "all" (-> empty: every position) or a list, sorted, without
-// repeats, each inside the prompt of `tokens`.
-absl::StatusOr<std::vector<int64_t>> Positions(const std::string& text, const std::string& flag,
-                                               int64_t tokens) {
-  if (text == "last") return std::vector<int64_t>{tokens - 1};
-  ATTNSCOPE_ASSIGN_OR_RETURN(std::vector<int64_t> out, engine::ParseIndexList(text, flag));
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  if (!out.empty() && out.back() >= tokens) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " ", out.back(),
-                                                   " is outside the prompt: its ", tokens,
-                                                   " tokens are at 0..", tokens - 1));
+int RunRemote(const LensArgs& a, const std::string& server) {
+  if (absl::Status s = RejectLocalOnlyFlags(a.flags, {"threads", "device", "chunk-rows"}); !s.ok()) {
+    return UsageError("lens", s);
   }
-  return out;
+  auto prompt = PromptSpecFromFlags(a.flags);
+  if (!prompt.ok()) return RuntimeError("lens", prompt.status());
+  rpc::LensQuery q;
+  q.lens = a.settings.lens;
+  q.rollout = a.settings.rollout;
+  q.lens_positions = a.positions;
+  q.rollout_queries = a.settings.rollout ? a.queries : "";
+  if (a.settings.lens) q.top_k = a.settings.lens_options.top_k;
+  if (a.flags.Has("precision")) q.precision = a.settings.precision;
+  q.query_block_size = a.settings.query_block_size;
+  rpc::RemoteClient client(server, RemoteSecurity());
+  client.SetCallOptions(RemoteCallOptions("lens", server, a.deadline));
+  auto remote = client.Lens(RemoteModelName(a.flags), *prompt, q);
+  if (!remote.ok()) return RuntimeError("lens", ExplainDeadline(remote.status(), a.deadline));
+  if (a.flags.Has("json")) {
+    std::cout << LensJson(remote->model, remote->prompt, remote->run, remote->num_layers).dump()
+              << "\n";
+  } else {
+    std::cout << RenderLens(remote->prompt, remote->run, remote->num_layers);
+  }
+  return kExitOk;
 }
 
 }  // namespace
 
-int RunLens(const std::vector<std::string>& args) {
+int RunLens(const std::vector<std::string>& args, const std::string& server) {
   if (WantsHelp(args)) {
     std::cout << kHelp;
     return kExitOk;
@@ -132,16 +144,17 @@ int RunLens(const std::vector<std::string>& args) {
   if (absl::Status read = LoadPromptSources(parsed->flags); !read.ok()) {
     return RuntimeError("lens", read);
   }
+  if (!server.empty()) return RunRemote(*parsed, server);
   auto bundle = LoadModelFromFlags(parsed->flags);
   if (!bundle.ok()) return RuntimeError("lens", bundle.status());
   auto prompt = PromptFromFlags(**bundle, parsed->flags);
   if (!prompt.ok()) return RuntimeError("lens", prompt.status());
   const auto tokens = static_cast<int64_t>(prompt->ids.size());
   engine::LensSettings& settings = parsed->settings;
-  auto positions = Positions(parsed->positions, "--positions", tokens);
+  auto positions = engine::ParsePromptPositions(parsed->positions, "--positions", tokens, true);
   if (!positions.ok()) return UsageError("lens", positions.status());
   settings.lens_options.positions = *positions;
-  auto queries = Positions(parsed->queries, "--rollout-queries", tokens);
+  auto queries = engine::ParsePromptPositions(parsed->queries, "--rollout-queries", tokens, true);
   if (!queries.ok()) return UsageError("lens", queries.status());
   settings.rollout_options.queries = *queries;
   auto run = engine::RunLens(**bundle, *prompt, settings);

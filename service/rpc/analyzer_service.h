@@ -68,6 +68,11 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
                          attnscope::v1::HeadScanResponse* response) override;
   grpc::Status Ablate(grpc::ServerContext* context, const attnscope::v1::AblateRequest* request,
                       attnscope::v1::AblateResponse* response) override;
+  // Streams, admitted like Analyze, kept off the feed (lens_rpc.cc).
+  grpc::Status Lens(grpc::ServerContext* context, const attnscope::v1::LensRequest* request,
+                    grpc::ServerWriter<attnscope::v1::LensEvent>* writer) override;
+  grpc::Status Patch(grpc::ServerContext* context, const attnscope::v1::PatchRequest* request,
+                     grpc::ServerWriter<attnscope::v1::PatchEvent>* writer) override;
 
   // Ends every Subscribe stream and refuses new ones (before a drain: feed
   // streams never end by themselves).
@@ -92,6 +97,10 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
                             attnscope::v1::HeadScanResponse* response);
   absl::Status RunAblate(RequestScope& scope, const attnscope::v1::AblateRequest& request,
                          attnscope::v1::AblateResponse* response);
+  absl::Status RunLensCall(RequestScope& scope, const attnscope::v1::LensRequest& request,
+                           grpc::ServerWriter<attnscope::v1::LensEvent>* writer);
+  absl::Status RunPatchCall(RequestScope& scope, const attnscope::v1::PatchRequest& request,
+                            grpc::ServerWriter<attnscope::v1::PatchEvent>* writer);
   // Waits for a compute slot (the queue wait goes to the metrics).
   absl::StatusOr<AdmissionController::Slot> AdmitSlot(RequestScope& scope,
                                                       const std::string& model_name);

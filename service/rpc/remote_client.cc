@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "service/engine/streaming_cache.h"
 #include "service/rpc/client_channel.h"
 #include "service/rpc/head_scan_convert.h"
+#include "service/rpc/lens_convert.h"
 #include "service/rpc/proto_convert.h"
 #include "service/rpc/remote_tensors.h"
 #include "service/rpc/status_codes.h"
@@ -57,7 +59,7 @@ struct AnalyzeEvents {
 void SetOptions(const engine::AnalysisSettings& settings, v1::AnalyzeOptions* options) {
   options->set_threshold(settings.threshold);
   options->set_sink_epsilon(settings.sink_epsilon);
-  options->set_template_(std::string(analysis::TemplateName(settings.structure)));
+  options->set_template_(std::string(analysis::StructureName(settings.structure)));
   options->set_query_block_size(static_cast<int32_t>(settings.query_block_size));
   options->set_hidden_state_norms(true);
   if (settings.precision) options->set_precision(model::PrecisionName(*settings.precision));
@@ -313,7 +315,7 @@ absl::StatusOr<std::pair<engine::Prompt, engine::AnalysisRun>> RemoteClient::Ana
 
   engine::AnalysisRun run;
   ATTNSCOPE_ASSIGN_OR_RETURN(run.stats, StatsFromProto(events.layers, *events.summary));
-  auto structure = analysis::ParseTemplate(events.summary->template_());
+  auto structure = analysis::ParseStructure(events.summary->template_());
   if (!structure.ok()) return Malformed(std::string(structure.status().message()));
   run.structure = *structure;
   run.forward_seconds = events.summary->timings().compute_seconds();
@@ -434,6 +436,163 @@ absl::StatusOr<RemoteGeneration> RemoteClient::Generate(const std::string& model
   ATTNSCOPE_RETURN_IF_ERROR(impl_->Finish(reader->Finish()));
   if (!have_prompt || !have_summary) return Malformed("no prompt or no summary event");
   if (prompt.text.has_value()) out.prompt.text = *prompt.text;
+  return out;
+}
+
+absl::StatusOr<RemoteLens> RemoteClient::Lens(const std::string& model, const PromptSpec& prompt,
+                                              const LensQuery& q) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
+  v1::LensRequest request;
+  request.set_model(model);
+  SetPrompt(prompt, &request);
+  request.set_logit_lens(q.lens);
+  request.set_attribution(q.attribution);
+  request.set_rollout(q.rollout);
+  request.set_lens_positions(q.lens_positions);
+  if (q.top_k.has_value()) request.set_top_k(static_cast<int32_t>(*q.top_k));
+  request.set_attribution_positions(q.attribution_positions);
+  request.mutable_target_ids()->Add(q.target_ids.begin(), q.target_ids.end());
+  request.set_target_text(q.target_text);
+  request.set_rollout_queries(q.rollout_queries);
+  if (q.precision) request.set_precision(model::PrecisionName(*q.precision));
+  request.set_query_block_size(static_cast<int32_t>(q.query_block_size));
+
+  grpc::ClientContext context;
+  ApplyDeadline(impl_->call_options, &context);
+  FirstEventWatch watch(impl_->call_options.slow_start_seconds, impl_->call_options.on_slow_start);
+  auto reader = impl_->stub->Lens(&context, request);
+  LensCollector collector;
+  std::optional<v1::Tokens> tokens;
+  std::optional<v1::LensSummary> summary;
+  absl::Status malformed;
+  v1::LensEvent event;
+  while (reader->Read(&event)) {
+    watch.Arrived();
+    absl::Status added;
+    if (event.has_tokens()) tokens = event.tokens();
+    if (event.has_lens()) added = collector.AddLens(event.lens());
+    if (event.has_attribution()) added = collector.AddAttribution(event.attribution());
+    if (event.has_rollout()) added = collector.AddRollout(event.rollout());
+    if (event.has_summary()) summary = event.summary();
+    if (!added.ok() && malformed.ok()) {
+      malformed = added;
+      context.TryCancel();
+    }
+  }
+  const grpc::Status finished = reader->Finish();
+  ATTNSCOPE_RETURN_IF_ERROR(malformed);
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->Finish(finished));
+  if (!tokens || !summary) return Malformed("no tokens or no summary event");
+  RemoteLens out;
+  out.model = summary->model();
+  out.num_layers = summary->num_layers();
+  out.prompt = PromptFromProto(*tokens);
+  if (prompt.text.has_value()) out.prompt.text = *prompt.text;
+  ATTNSCOPE_ASSIGN_OR_RETURN(
+      out.run, collector.Finish(*summary, static_cast<int64_t>(out.prompt.ids.size()), q.lens,
+                                q.attribution, q.rollout));
+  return out;
+}
+
+absl::StatusOr<RemotePatch> RemoteClient::Patch(
+    const std::string& model, const PatchQuery& q,
+    const std::function<void(const engine::PatchStep&)>& progress) {
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->setup);
+  v1::PatchRequest request;
+  request.set_model(model);
+  if (q.clean.text.has_value()) {
+    request.set_clean_text(*q.clean.text);
+  } else {
+    request.mutable_clean_ids()->mutable_ids()->Add(q.clean.ids.begin(), q.clean.ids.end());
+  }
+  if (q.corrupted.text.has_value()) {
+    request.set_corrupted_text(*q.corrupted.text);
+  } else {
+    request.mutable_corrupted_ids()->mutable_ids()->Add(q.corrupted.ids.begin(),
+                                                        q.corrupted.ids.end());
+  }
+  // One setting for both text prompts (the CLI's --no-special-tokens).
+  const std::optional<bool> special = q.clean.add_special_tokens.has_value()
+                                          ? q.clean.add_special_tokens
+                                          : q.corrupted.add_special_tokens;
+  if (special.has_value()) request.set_add_special_tokens(*special);
+  request.set_kind(PatchKindToProto(q.what));
+  if (q.target_a_id) request.set_target_a_id(*q.target_a_id);
+  if (q.target_b_id) request.set_target_b_id(*q.target_b_id);
+  request.set_target_a_text(q.target_a_text);
+  request.set_target_b_text(q.target_b_text);
+  if (q.precision) request.set_precision(model::PrecisionName(*q.precision));
+  request.set_query_block_size(static_cast<int32_t>(q.query_block_size));
+
+  grpc::ClientContext context;
+  ApplyDeadline(impl_->call_options, &context);
+  FirstEventWatch watch(impl_->call_options.slow_start_seconds, impl_->call_options.on_slow_start);
+  auto reader = impl_->stub->Patch(&context, request);
+  RemotePatch out;
+  bool have_baseline = false, have_summary = false;
+  absl::Status malformed;
+  v1::PatchEvent event;
+  while (reader->Read(&event)) {
+    watch.Arrived();
+    if (event.has_baseline()) {
+      const v1::PatchBaseline& b = event.baseline();
+      out.clean = PromptFromProto(b.clean());
+      out.corrupted = PromptFromProto(b.corrupted());
+      engine::PatchRun& run = out.run;
+      run.what = b.kind() == v1::PATCH_KIND_RESIDUAL ? engine::PatchTarget::kResidual
+                                                     : engine::PatchTarget::kHeads;
+      run.num_tokens = static_cast<int64_t>(out.clean.ids.size());
+      run.token_a = b.target_a();
+      run.token_b = b.target_b();
+      run.text_a = b.target_a_token();
+      run.text_b = b.target_b_token();
+      run.clean_metric = b.clean_metric();
+      run.corrupted_metric = b.corrupted_metric();
+      if (b.num_layers() < 1 || b.num_columns() < 1 || b.num_layers() > 4096 ||
+          b.num_columns() > (1 << 20)) {
+        malformed = Malformed("a patch baseline of an impossible shape");
+        context.TryCancel();
+        continue;
+      }
+      const auto nan = std::numeric_limits<double>::quiet_NaN();
+      run.metric.assign(static_cast<size_t>(b.num_layers()),
+                        std::vector<double>(static_cast<size_t>(b.num_columns()), nan));
+      run.recovery = run.metric;
+      have_baseline = true;
+    }
+    if (event.has_step()) {
+      const v1::PatchStep& s = event.step();
+      if (!have_baseline || s.layer() < 0 || s.layer() >= static_cast<int>(out.run.metric.size()) ||
+          s.column() < 0 || s.column() >= static_cast<int64_t>(out.run.metric[0].size())) {
+        if (malformed.ok()) malformed = Malformed("a patch step outside the baseline's grid");
+        context.TryCancel();
+        continue;
+      }
+      out.run.metric[static_cast<size_t>(s.layer())][static_cast<size_t>(s.column())] = s.metric();
+      out.run.recovery[static_cast<size_t>(s.layer())][static_cast<size_t>(s.column())] =
+          s.recovery();
+      engine::PatchStep step;
+      step.layer = s.layer();
+      step.column = s.column();
+      step.metric = s.metric();
+      step.recovery = s.recovery();
+      step.done = s.done();
+      step.total = s.total();
+      if (progress) progress(step);
+    }
+    if (event.has_summary()) {
+      out.model = event.summary().model();
+      out.run.passes = event.summary().passes();
+      out.run.seconds = event.summary().timings().compute_seconds();
+      have_summary = true;
+    }
+  }
+  const grpc::Status finished = reader->Finish();
+  ATTNSCOPE_RETURN_IF_ERROR(malformed);
+  ATTNSCOPE_RETURN_IF_ERROR(impl_->Finish(finished));
+  if (!have_baseline || !have_summary) return Malformed("no baseline or no summary event");
+  if (q.clean.text.has_value()) out.clean.text = *q.clean.text;
+  if (q.corrupted.text.has_value()) out.corrupted.text = *q.corrupted.text;
   return out;
 }
 

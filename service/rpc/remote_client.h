@@ -16,6 +16,8 @@
 #include "service/engine/analysis_run.h"
 #include "service/engine/generation.h"
 #include "service/engine/head_scan.h"
+#include "service/engine/lens_run.h"
+#include "service/engine/patching_run.h"
 #include "service/engine/prompt.h"
 #include "service/rpc/client_security.h"
 #include "service/rpc/model_description.h"
@@ -32,6 +34,41 @@ struct PromptSpec {
   // Chat only: extra template variables (chat_template_kwargs, tools).
   nlohmann::json chat_kwargs = nlohmann::json::object();
   std::optional<bool> add_special_tokens;  // text only; unset: the server's default (true)
+};
+
+// What a Lens call asks for; positions and queries as the CLI spells them
+// ("last", "all", "0,5,10-13"; "" = last).
+struct LensQuery {
+  bool lens = true, attribution = false, rollout = false;
+  std::string lens_positions, attribution_positions, rollout_queries;
+  std::optional<int64_t> top_k;
+  std::vector<int64_t> target_ids;
+  std::string target_text;  // one token's text
+  std::optional<model::Precision> precision;  // unset: the server's --precision
+  int64_t query_block_size = 0;
+};
+
+struct RemoteLens {
+  std::string model;  // the served model that ran
+  int64_t num_layers = 0;
+  engine::Prompt prompt;  // token_bytes hold display texts
+  engine::LensRun run;
+};
+
+// An activation patching run: each prompt as text or ids.
+struct PatchQuery {
+  PromptSpec clean, corrupted;
+  engine::PatchTarget what = engine::PatchTarget::kHeads;
+  std::optional<int64_t> target_a_id, target_b_id;
+  std::string target_a_text, target_b_text;
+  std::optional<model::Precision> precision;
+  int64_t query_block_size = 0;
+};
+
+struct RemotePatch {
+  std::string model;
+  engine::Prompt clean, corrupted;
+  engine::PatchRun run;
 };
 
 struct RemoteGeneration {
@@ -127,6 +164,14 @@ class RemoteClient {
 
   absl::StatusOr<RemoteGeneration> Generate(const std::string& model, const PromptSpec& prompt,
                                             const engine::GenerationSettings& settings);
+
+  // The Lens and Patch streams rebuilt into the engine's LensRun and
+  // PatchRun (`progress` after each patched pass, as a local run calls it).
+  // InvalidArgument if the stream is malformed.
+  absl::StatusOr<RemoteLens> Lens(const std::string& model, const PromptSpec& prompt,
+                                  const LensQuery& query);
+  absl::StatusOr<RemotePatch> Patch(const std::string& model, const PatchQuery& query,
+                                    const std::function<void(const engine::PatchStep&)>& progress);
 
  private:
   struct Impl;

@@ -34,6 +34,10 @@ const std::map<std::string, std::vector<std::string>>& RemoteCommands() {
       {"health", {"health"}},
       {"heads", {"heads", "--n", "6", "--seqs", "1", "--seed", "3", "--json"}},
       {"ablate", {"ablate", "--heads", "1.2", "--n", "6", "--seqs", "1", "--json"}},
+      {"lens", {"lens", "--text", "Over TLS", "--json"}},
+      {"dla", {"dla", "--text", "Over TLS", "--json"}},
+      {"patch", {"patch", "--clean", "Over TLS", "--corrupted", "Over SSL", "--target-ids", "11,13",
+                 "--json"}},
       // --output is added per run (it must not exist); the results are read
       // from that file.
       {"batch", {"batch", "--input", WriteSecretFile("batch-prompts.jsonl",

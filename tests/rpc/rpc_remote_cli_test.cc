@@ -273,6 +273,66 @@ TEST_F(RpcRemoteCliTest, HeadsAndAblateEqualTheLocalOutputOnLlama) {
   ExpectSameTextButModelLine(la, ra, "llama");
 }
 
+// lens, dla and patch through the Lens and Patch RPCs: the same JSON (but
+// the model's name and the timing) and the same text as locally.
+TEST_F(RpcRemoteCliTest, LensDlaAndPatchEqualTheLocalOutput) {
+  StartServer({"--model", "tiny=" + BundledModelDir()});
+  const std::string dir = BundledModelDir();
+  const auto same_json = [](const CliResult& l, const CliResult& r, const char* timing) {
+    json a = json::parse(l.out, nullptr, false), b = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(a.is_object()) << l.out;
+    ASSERT_TRUE(b.is_object()) << r.out;
+    EXPECT_EQ(b["model"], "tiny");
+    for (json* j : {&a, &b}) {
+      j->erase("model");
+      j->erase(timing);
+    }
+    ExpectSameNumbers(a, b);
+  };
+  const std::vector<std::string> prompt = {"--text", "The Eiffel Tower is in the city of"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), prompt.begin(), prompt.end());
+    return args;
+  };
+  // Every position but the last, whose next token is null (absent) on both
+  // sides, which the NaN-safe comparison refuses by design.
+  auto [l, r] = Both(with({"lens", "--json", "--positions", "0-8", "--top", "3", "--rollout",
+                           "--rollout-queries", "3,9"}),
+                     dir, "tiny");
+  same_json(l, r, "forward_seconds");
+  EXPECT_EQ(json::parse(l.out)["rollout"]["queries"].size(), 2u);
+  EXPECT_EQ(json::parse(l.out)["lens"]["states"].size(), 7u);
+  auto [lt, rt] = Both(with({"lens", "--positions", "0-4"}), dir, "tiny");
+  EXPECT_GT(lt.out.size(), 200u);
+  EXPECT_EQ(lt.out, rt.out);
+  auto [ld, rd] = Both(with({"dla", "--json", "--positions", "2,5", "--target", " Paris"}), dir,
+                       "tiny");
+  same_json(ld, rd, "forward_seconds");
+  auto [ldt, rdt] = Both(with({"dla", "--target-id", "6342"}), dir, "tiny");
+  EXPECT_GT(ldt.out.size(), 200u);
+  EXPECT_EQ(ldt.out, rdt.out);
+  const std::vector<std::string> patch = {"patch", "--clean", "The Eiffel Tower is in the city of",
+                                          "--corrupted", "The Colosseum is in the city of",
+                                          "--target-a", " Paris", "--target-b", " Rome"};
+  auto [lp, rp] = Both([&] { auto a = patch; a.push_back("--json"); return a; }(), dir, "tiny");
+  same_json(lp, rp, "seconds");
+  EXPECT_EQ(json::parse(lp.out)["recovery"].size(), 6u);
+  auto [lpt, rpt] = Both([&] { auto a = patch; a.push_back("--residual"); return a; }(), dir,
+                         "tiny");
+  EXPECT_GT(lpt.out.size(), 200u);
+  EXPECT_EQ(lpt.out, rpt.out);
+  // Server-side errors name the field; usage errors stay on this side.
+  CliResult e = RunCli(Remote({"dla", "--model", "tiny", "--target", " Eiffel Tower", "--text", "hi"}));
+  EXPECT_EQ(e.exit_code, 1);
+  EXPECT_THAT(e.err, HasSubstr("INVALID_ARGUMENT: target_text \" Eiffel Tower\" is 4 tokens"));
+  e = RunCli(Remote({"patch", "--model", "tiny", "--clean", "a b", "--corrupted", "a b c"}));
+  EXPECT_EQ(e.exit_code, 1);
+  EXPECT_THAT(e.err, HasSubstr("same token length"));
+  e = RunCli(Remote({"lens", "--chunk-rows", "8", "--text", "hi"}));
+  EXPECT_EQ(e.exit_code, 2);
+  EXPECT_THAT(e.err, HasSubstr("--chunk-rows works only without --server"));
+}
+
 TEST_F(RpcRemoteCliTest, ServerSideErrorsExitOneWithTheFieldAndTheServerKeepsServing) {
   StartServer({"--model", "tiny=" + BundledModelDir(), "--model", "llama=" + DataDir("models/llama")});
   const std::string at = server_->address();
