@@ -328,7 +328,8 @@ TEST_F(RpcTest, ReflectionListsAndDescribesTheAnalyzerService) {
     std::vector<std::string> methods;
     for (const auto& m : file.service(0).method()) methods.push_back(m.name());
     EXPECT_THAT(methods, ElementsAre("ListModels", "Analyze", "Generate", "Subscribe",
-                                      "EvaluateEviction", "Tokenize", "ScanHeads", "Ablate"));
+                                      "EvaluateEviction", "Tokenize", "ScanHeads", "Ablate", "Lens",
+                                      "Patch"));
     found = true;
   }
   EXPECT_TRUE(found);
