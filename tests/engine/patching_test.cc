@@ -1,8 +1,9 @@
 // Activation patching (engine::RunPatching) against the independent float64
-// golden file of scripts/reference/patch_reference.py on the GPT-2 fixture
-// (every head's and every (layer, position) residual patch: metric and
-// recovery within 1e-4); on every family, patching the embeddings of the
-// one changed position recovers the clean run exactly; the errors.
+// golden files of scripts/reference/patch_reference.py on the GPT-2, Llama
+// and Gemma-2 fixtures (every head's and every (layer, position) residual
+// patch: metric and recovery within 1e-4); on every family, patching the
+// embeddings of the one changed position recovers the clean run exactly;
+// the errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -47,16 +48,21 @@ double GridDiff(const std::vector<std::vector<double>>& grid, const std::vector<
   return i == want.size() ? worst : test::kInf;
 }
 
-TEST(PatchingTest, MatchesTheFloat64ReferenceOnGpt2) {
-  auto file =
-      SafetensorsFile::Open(TestDataPath("reference/patch-gpt2-random-hub-layout.safetensors"));
+class PatchingReferenceTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PatchingReferenceTest, MatchesTheFloat64Reference) {
+  auto file = SafetensorsFile::Open(TestDataPath("reference/patch-" + GetParam() + ".safetensors"));
   ASSERT_TRUE(file.ok()) << file.status();
   const auto clean = ReadTensor<int64_t>(**file, "clean_ids");
   const auto corrupted = ReadTensor<int64_t>(**file, "corrupted_ids");
   const auto targets = ReadTensor<int64_t>(**file, "targets");
   const auto metrics = ReadTensor<double>(**file, "metrics");
-  const ModelBundle* bundle = testing::SharedBundle(testing::HubFixtureDir());
-  ASSERT_NE(bundle, nullptr);
+  ASSERT_EQ(targets.size(), 2u);
+  ASSERT_EQ(metrics.size(), 2u);
+  auto loaded = LoadModelBundle(TestDataPath("models/" + GetParam()));
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const ModelBundle* bundle = loaded->get();
+  const int64_t layers = bundle->config().num_layers;
   for (PatchTarget what : {PatchTarget::kHeads, PatchTarget::kResidual}) {
     const bool heads = what == PatchTarget::kHeads;
     PatchSettings settings;
@@ -88,10 +94,11 @@ TEST(PatchingTest, MatchesTheFloat64ReferenceOnGpt2) {
     }
     EXPECT_EQ(run->token_a, targets[0]);
     EXPECT_EQ(run->token_b, targets[1]);
-    const int64_t columns = heads ? 4 : static_cast<int64_t>(clean.size());
-    EXPECT_EQ(run->passes, 3 * columns);
-    EXPECT_EQ(reported, 3 * columns);
-    EXPECT_EQ(total, 3 * columns);
+    const int64_t columns =
+        heads ? bundle->config().num_heads : static_cast<int64_t>(clean.size());
+    EXPECT_EQ(run->passes, layers * columns);
+    EXPECT_EQ(reported, layers * columns);
+    EXPECT_EQ(total, layers * columns);
     double worst = Worse(AbsDiff(run->clean_metric, metrics[0]),
                          AbsDiff(run->corrupted_metric, metrics[1]));
     const std::string name = heads ? "heads" : "residual";
@@ -101,6 +108,9 @@ TEST(PatchingTest, MatchesTheFloat64ReferenceOnGpt2) {
     EXPECT_TRUE(test::Within(worst, 1e-4)) << name << " " << worst;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Gpt2LlamaGemma2, PatchingReferenceTest,
+                         ::testing::Values("gpt2-random-hub-layout", "llama", "gemma2"));
 
 // The embeddings of the one changed position are all that differ: patching
 // them in recovers the clean metric exactly, on every family.
