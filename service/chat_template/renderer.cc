@@ -500,7 +500,11 @@ absl::StatusOr<Value> Renderer::EvalUnary(const Expr& e) {
   if (e.name == "not") return Value::Bool(!Truthy(v));
   if (!v.IsNumber()) return Bad(e.line, absl::StrCat("bad operand for unary ", e.name, ": ", KindName(v)));
   if (e.name == "+") return v;
-  return v.kind == Value::Kind::kInt ? Value::Int(-v.i) : Value::Float(-v.f);
+  if (v.kind != Value::Kind::kInt) return Value::Float(-v.f);
+  if (v.i == std::numeric_limits<int64_t>::min()) {
+    return Bad(e.line, absl::StrCat("integer overflow in -(", v.i, ") (beyond 64-bit integers)"));
+  }
+  return Value::Int(-v.i);
 }
 
 // and / or: Python's short circuit, returning the deciding operand.

@@ -208,6 +208,12 @@ TEST(ChatTemplate, IntegerOverflowIsAnError) {
   EXPECT_NE(fails("4294967296 * 4294967296"), "");
   EXPECT_NE(fails("(-9223372036854775807 - 1) // -1"), "");
   EXPECT_NE(fails("2 ** 63"), "");
+  // Found by the fuzz smoke (regression_negated_int64_min): unary minus of
+  // the smallest int64 negated it out of range (UBSan).
+  EXPECT_EQ(fails("-(-9223372036854775807 - 1)"),
+            "t: chat template line 1: integer overflow in -(-9223372036854775808) (beyond 64-bit "
+            "integers)");
+  EXPECT_EQ(RenderOrDie("{{ -(-9223372036854775807) }}|{{ -(-1.5) }}"), "9223372036854775807|1.5");
   EXPECT_EQ(RenderOrDie("{{ 2 ** 62 }}|{{ 3 ** 39 }}|{{ (-2) ** 63 }}|{{ 1 ** 1000000000000 }}|{{ 0 ** 0 }}"),
             "4611686018427387904|4052555153018976267|-9223372036854775808|1|1");
   EXPECT_EQ(RenderOrDie("{{ 9007199254740993 + 0 }}|{{ 9223372036854775806 + 1 }}"),
