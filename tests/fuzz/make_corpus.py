@@ -352,8 +352,9 @@ def request_seeds():
     t = "request_fuzz"
     # Field numbers as in proto/attnscope/v1/attnscope.proto.
     ids = field(3, packed(1, [464, 3797, 3332]))  # TokenIds.ids
-    chat = field(10, field(1, field(1, "user") + field(2, "Hi there")) +
-                 field(1, field(1, "assistant") + field(2, "Hello")) + field(2, True))
+    conversation = (field(1, field(1, "user") + field(2, "Hi there")) +
+                    field(1, field(1, "assistant") + field(2, "Hello")) + field(2, True))
+    chat = field(10, conversation)
     # AnalyzeOptions: return_attention 1, attention_layers 2, attention_heads 3,
     # attention_dtype 4, hidden_state_norms 5, threshold 6, template 7,
     # query_block_size 8.
@@ -375,6 +376,26 @@ def request_seeds():
         "generate_ids_too_long": ids + field(4, 2**31 - 1),
         "generate_bad_sampling": field(2, "x") + field(4, 1) + field(5, field(1, -1.0) + field(3, 2.0)),
         "generate_chat": chat + field(4, 4),
+        # LensRequest: text 2, ids 3, chat 4, logit_lens 6, attribution 7,
+        # rollout 8, lens_positions 10, top_k 11, attribution_positions 12,
+        # target_ids 13, target_text 14, rollout_queries 15, precision 20,
+        # query_block_size 21.
+        "lens_everything": field(2, "The cat sat on the mat.") + field(6, True) + field(7, True) +
+                           field(8, True) + field(10, "all") + field(11, 5) + field(12, "0,3-4") +
+                           field(15, "2,4") + field(20, "bf16") + field(21, 2),
+        "lens_ids_targets": ids + field(7, True) + field(12, "0-2") + packed(13, [11, 13, 15]),
+        "lens_target_text": field(2, "Hi there") + field(7, True) + field(14, " there"),
+        "lens_chat": field(4, conversation) + field(6, True) + field(10, "last"),
+        "lens_bad": field(2, "x") + field(11, 0) + field(15, "all") + packed(13, [2**64 - 1]) +
+                    field(21, 2**64 - 1) + field(20, "fp8"),
+        # PatchRequest: clean_text 2, clean_ids 3, corrupted_text 4,
+        # corrupted_ids 5, kind 7, target_a_id 8, target_b_id 9,
+        # target_a_text 10, target_b_text 11.
+        "patch_text": field(2, "The Eiffel Tower is in") + field(4, "The Colosseum is in") +
+                      field(7, 1) + field(10, " Paris") + field(11, " Rome"),
+        "patch_ids_residual": ids + field(5, packed(1, [464, 3797, 3333])) + field(7, 2) +
+                              field(8, 11) + field(9, 13),
+        "patch_bad": field(2, "a") + field(8, 2**40) + field(11, "two tokens") + field(7, 9),
         "empty": b"",
     }
     for name, data in seeds.items():

@@ -1,11 +1,14 @@
-// Fuzz target: request validation. Each input is parsed as an AnalyzeRequest
-// and as a GenerateRequest (the bytes gRPC would hand the service), and each
-// parsed request goes through the checks the service runs before any forward
-// pass (PlanAnalysis, ResolvePrompt, the generation settings), against two
-// real bundles: models/tiny-gpt2's config and tokenizer, once without and
-// once with Llama 3's chat template. A request that passes must be one the
-// engine can run: ids within the vocabulary, no more tokens than positions,
-// one selection flag per layer and head.
+// Fuzz target: request validation. Each input is parsed as an
+// AnalyzeRequest, a GenerateRequest, a LensRequest and a PatchRequest (the
+// bytes gRPC would hand the service), and each parsed request goes through
+// the checks the service runs before any forward pass (PlanAnalysis,
+// ResolvePrompt, the generation settings, LensSettingsOf and
+// ResolveLensPrompt, PatchSettingsOf), against two real bundles:
+// models/tiny-gpt2's config and tokenizer, once without and once with Llama
+// 3's chat template. A request that passes must be one the engine can run:
+// ids within the vocabulary, no more tokens than positions, selections in
+// model order inside the model, positions inside the prompt, targets inside
+// the vocabulary.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -16,12 +19,14 @@
 #include "service/chat_template/chat_template.h"
 #include "service/engine/generation.h"
 #include "service/model/language_model.h"
+#include "service/rpc/lens_validation.h"
 #include "service/rpc/request_validation.h"
 #include "service/tokenizer/sentencepiece_tokenizer.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
+namespace analysis = attnscope::analysis;
 namespace engine = attnscope::engine;
 namespace model = attnscope::model;
 namespace rpc = attnscope::rpc;
@@ -105,6 +110,55 @@ void CheckGenerate(const v1::GenerateRequest& request, const engine::ModelBundle
   }
 }
 
+// Sorted, each once, inside [0, limit).
+void CheckPositions(const std::vector<int64_t>& positions, int64_t limit, const char* what) {
+  for (size_t i = 0; i < positions.size(); ++i) {
+    FUZZ_CHECK(positions[i] >= 0 && positions[i] < limit, what);
+    FUZZ_CHECK(i == 0 || positions[i - 1] < positions[i], what);
+  }
+}
+
+void CheckLens(const v1::LensRequest& request, const engine::ModelBundle& bundle) {
+  const int64_t vocab = bundle.config().vocab_size;
+  auto settings = rpc::LensSettingsOf(request, bundle, model::Precision::kFloat32);
+  if (!settings.ok()) return;
+  FUZZ_CHECK(settings->lens || settings->attribution || settings->rollout, "nothing asked");
+  FUZZ_CHECK(settings->lens_options.top_k >= 1 && settings->lens_options.top_k <= rpc::kMaxLensTopK,
+             "top_k");
+  FUZZ_CHECK(settings->query_block_size >= 0, "query_block_size");
+  auto prompt = rpc::ResolvePrompt(rpc::PromptOf(request), bundle, "tiny-gpt2", 0);
+  if (!prompt.ok()) return;
+  CheckPrompt(*prompt, bundle.config());
+  const auto tokens = static_cast<int64_t>(prompt->ids.size());
+  if (!rpc::ResolveLensPrompt(request, bundle, tokens, *settings).ok()) return;
+  CheckPositions(settings->lens_options.positions, tokens, "lens positions");
+  CheckPositions(settings->rollout_options.queries, tokens, "rollout queries");
+  if (settings->attribution) {
+    const analysis::AttributionOptions& a = settings->attribution_options;
+    FUZZ_CHECK(!a.positions.empty(), "no attribution position");
+    FUZZ_CHECK(static_cast<int64_t>(a.positions.size()) <= a.max_positions, "attribution positions");
+    CheckPositions(a.positions, tokens, "attribution positions");
+    FUZZ_CHECK(a.targets.size() <= 1 || a.targets.size() == a.positions.size(), "targets");
+    for (int64_t id : a.targets) FUZZ_CHECK(id >= 0 && id < vocab, "target id");
+  }
+}
+
+void CheckPatch(const v1::PatchRequest& request, const engine::ModelBundle& bundle) {
+  const int64_t vocab = bundle.config().vocab_size;
+  auto settings = rpc::PatchSettingsOf(request, bundle, model::Precision::kFloat32);
+  if (!settings.ok()) return;
+  for (int64_t id : {settings->token_a, settings->token_b}) {
+    FUZZ_CHECK(id == -1 || (id >= 0 && id < vocab), "patch target");
+  }
+  FUZZ_CHECK(settings->query_block_size >= 0, "query_block_size");
+  for (bool clean : {true, false}) {
+    const rpc::PromptInput input = rpc::PatchPrompt(request, clean);
+    FUZZ_CHECK(input.text != nullptr || input.ids != nullptr, "a patch prompt without a source");
+    auto prompt = rpc::ResolvePrompt(input, bundle, "tiny-gpt2", 0);
+    if (prompt.ok()) CheckPrompt(*prompt, bundle.config());
+  }
+}
+
 // Loaded before fuzzing (GPT-2's vocabulary takes a while under ASan), and
 // kept for the life of the process.
 const engine::ModelBundle* plain = nullptr;
@@ -129,5 +183,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     CheckGenerate(generate, *plain);
     CheckGenerate(generate, *chat);
   }
+  v1::LensRequest lens;
+  if (lens.ParseFromArray(data, static_cast<int>(size))) {
+    CheckLens(lens, *plain);
+    CheckLens(lens, *chat);
+  }
+  v1::PatchRequest patch;
+  if (patch.ParseFromArray(data, static_cast<int>(size))) CheckPatch(patch, *plain);
   return 0;
 }
