@@ -1,12 +1,15 @@
 // attnscope lens: the logit lens of a prompt (every hidden state read out
 // through the final norm and the head) and, with --rollout, its attention
 // rollout.
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "service/cli/command_support.h"
 #include "service/cli/commands.h"
 #include "service/cli/lens_output.h"
+#include "service/cli/lens_viewer.h"
 #include "service/cli/remote_support.h"
 #include "service/core/status_macros.h"
 #include "service/engine/lens_run.h"
@@ -49,6 +52,12 @@ computes it (--model names a served model); the output is the same.
   --json             machine-readable output: every cell's top K, the next
                      token's id, probability and rank, the entropy (nats),
                      and the rollout rows in full
+  --viewer FILE      also write a self-contained HTML page of the same
+                     document: the states x positions grid coloured by the
+                     next token's probability, the top probability or the
+                     entropy (linear or log scale; top tokens on hover), and
+                     the rollout as the prompt shaded by a chosen query's
+                     weights after a chosen layer
   --block-size N     attention query rows per block (0: automatic)
   --precision P      float32 (default), bf16 or auto, as for analyze (the
                      read-out too)
@@ -67,7 +76,7 @@ struct LensArgs {
 absl::StatusOr<LensArgs> ParseArgs(const std::vector<std::string>& args) {
   LensArgs a;
   std::vector<FlagSpec> specs = WithPromptFlags(
-      {{"model"}, {"json", false}, {"positions"}, {"top"}, {"chunk-rows"}, {"rollout", false},
+      {{"model"}, {"json", false}, {"viewer"}, {"positions"}, {"top"}, {"chunk-rows"}, {"rollout", false},
        {"rollout-queries"}, {"no-lens", false}, {"block-size"}, {"threads"}, {"deadline"}});
   for (FlagSpec& spec : ComputeFlagSpecs()) specs.push_back(std::move(spec));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.flags, Flags::Parse(args, specs));
@@ -105,6 +114,51 @@ absl::StatusOr<LensArgs> ParseArgs(const std::vector<std::string>& args) {
   return a;
 }
 
+// --viewer's file can be written: checked before the model loads and the
+// pass runs, so that a long run does not end on a wrong path.
+absl::Status CheckViewerPath(const Flags& flags) {
+  if (!flags.Has("viewer")) return absl::OkStatus();
+  const std::filesystem::path page(flags.Get("viewer"));
+  const std::filesystem::path dir = page.has_parent_path() ? page.parent_path() : ".";
+  std::error_code ec;
+  if (page.empty() || std::filesystem::is_directory(page, ec)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--viewer takes a file name, not the directory '", page.string(), "'"));
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("--viewer ", page.string(), ": the directory '",
+                                            dir.string(), "' does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+// Prints the table or --json, and writes --viewer's page (the --json document).
+int Report(const Flags& flags, const std::string& model, const engine::Prompt& prompt,
+           const engine::LensRun& run, int64_t num_layers) {
+  if (!flags.Has("json") && !flags.Has("viewer")) {
+    std::cout << RenderLens(prompt, run, num_layers);
+    return kExitOk;
+  }
+  const nlohmann::json doc = LensJson(model, prompt, run, num_layers);
+  if (flags.Has("viewer")) {
+    const std::string path = flags.Get("viewer");
+    const std::string page = LensViewerHtml(doc);
+    std::ofstream out(path, std::ios::binary);
+    out << page;
+    if (!out.flush()) {
+      return RuntimeError("lens", absl::InternalError(absl::StrCat(
+                                      "--viewer ", path, ": cannot write the file")));
+    }
+    std::cerr << "wrote " << path << " (" << page.size() / 1024 << " kB)\n";
+  }
+  if (flags.Has("json")) {
+    std::cout << doc.dump() << "\n";
+  } else {
+    std::cout << RenderLens(prompt, run, num_layers);
+  }
+  return kExitOk;
+}
+
 int RunRemote(const LensArgs& a, const std::string& server) {
   if (absl::Status s = RejectLocalOnlyFlags(a.flags, {"threads", "device", "chunk-rows"}); !s.ok()) {
     return UsageError("lens", s);
@@ -123,13 +177,7 @@ int RunRemote(const LensArgs& a, const std::string& server) {
   client.SetCallOptions(RemoteCallOptions("lens", server, a.deadline));
   auto remote = client.Lens(RemoteModelName(a.flags), *prompt, q);
   if (!remote.ok()) return RuntimeError("lens", ExplainDeadline(remote.status(), a.deadline));
-  if (a.flags.Has("json")) {
-    std::cout << LensJson(remote->model, remote->prompt, remote->run, remote->num_layers).dump()
-              << "\n";
-  } else {
-    std::cout << RenderLens(remote->prompt, remote->run, remote->num_layers);
-  }
-  return kExitOk;
+  return Report(a.flags, remote->model, remote->prompt, remote->run, remote->num_layers);
 }
 
 }  // namespace
@@ -141,6 +189,9 @@ int RunLens(const std::vector<std::string>& args, const std::string& server) {
   }
   auto parsed = ParseArgs(args);
   if (!parsed.ok()) return UsageError("lens", parsed.status());
+  if (absl::Status page = CheckViewerPath(parsed->flags); !page.ok()) {
+    return RuntimeError("lens", page);
+  }
   if (absl::Status read = LoadPromptSources(parsed->flags); !read.ok()) {
     return RuntimeError("lens", read);
   }
@@ -159,13 +210,8 @@ int RunLens(const std::vector<std::string>& args, const std::string& server) {
   settings.rollout_options.queries = *queries;
   auto run = engine::RunLens(**bundle, *prompt, settings);
   if (!run.ok()) return RuntimeError("lens", ExplainDeadline(run.status(), parsed->deadline));
-  const int64_t layers = (*bundle)->config().num_layers;
-  if (parsed->flags.Has("json")) {
-    std::cout << LensJson((*bundle)->directory, *prompt, *run, layers).dump() << "\n";
-  } else {
-    std::cout << RenderLens(*prompt, *run, layers);
-  }
-  return kExitOk;
+  return Report(parsed->flags, (*bundle)->directory, *prompt, *run,
+                (*bundle)->config().num_layers);
 }
 
 }  // namespace attnscope::cli

@@ -1,11 +1,17 @@
 // attnscope lens end to end: --json against the independent float64 golden
 // file of the Llama fixture (scripts/reference/lens_reference.py), the text
-// table against the JSON, and the errors that need a prompt to be seen.
+// table against the JSON, --viewer's page (the same document, drawn in
+// headless Chromium), and the errors that need a prompt to be seen.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -13,8 +19,10 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
+#include "tests/cli/chromium.h"
 #include "tests/cli/run_cli.h"
 #include "tests/common/float_compare.h"
+#include "tests/common/json_compare.h"
 #include "tests/common/golden_tensors.h"
 
 namespace attnscope {
@@ -116,6 +124,64 @@ TEST_F(LensCliTest, PositionsOutsideThePromptAreUsageErrors) {
   const auto q = RunCli(Args({"--rollout", "--rollout-queries", "40"}));
   EXPECT_EQ(q.exit_code, 2);
   EXPECT_THAT(q.err, HasSubstr("--rollout-queries 40 is outside the prompt"));
+}
+
+// --viewer writes the very document --json prints (read back from the page),
+// and the page draws every (state, position) cell, grey exactly where there is
+// no value (the last position has no next token), and the rollout strip of a
+// query whose weights sum to 1.
+TEST_F(LensCliTest, ViewerPageHoldsTheJsonDocumentAndDrawsIt) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "lens-viewer-XXXXXX").string();
+  const std::string dir = mkdtemp(pattern.data());
+  const std::string page = dir + "/lens.html";
+  const auto r = RunCli(Args({"--positions", "all", "--top", "3", "--rollout", "--rollout-queries",
+                              absl::StrCat(queries_[0], ",", queries_[1]), "--json", "--viewer",
+                              page}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("wrote " + page));
+  std::ifstream in(page, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string html = bytes.str();
+  const std::string open = "<script id=\"data\" type=\"application/json\">";
+  const size_t begin = html.find(open);
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = html.find("</script>", begin);
+  ASSERT_NE(end, std::string::npos);
+  const nlohmann::json embedded =
+      nlohmann::json::parse(html.substr(begin + open.size(), end - begin - open.size()));
+  EXPECT_EQ(embedded, nlohmann::json::parse(r.out));
+
+  const int64_t t = static_cast<int64_t>(ids_.size());
+  const int64_t layers = embedded["num_layers"].get<int64_t>();
+  const testing::PageResult drawn = testing::OpenPage("file://" + page + "#test", dir);
+  ASSERT_EQ(drawn.exit_code, 0);
+  ASSERT_FALSE(drawn.report.is_null()) << drawn.dom_excerpt;
+  const nlohmann::json& report = drawn.report;
+  EXPECT_EQ(report["states"], layers + 1);
+  EXPECT_EQ(report["positions"], t);
+  EXPECT_EQ(report["cells"], (layers + 1) * t);
+  EXPECT_EQ(report["grey"], layers + 1);
+  EXPECT_EQ(report["rollout_layers"], layers);
+  EXPECT_EQ(report["rollout_queries"], 2);
+  EXPECT_EQ(report["spans"], t);
+  const double sum = test::JsonNumber(report["strip_sum"]);
+  EXPECT_TRUE(test::Within(test::AbsDiff(sum, 1.0), 1e-6)) << sum;
+
+  const std::string png = std::string(ATTNSCOPE_TEST_OUTPUT_DIR) + "/lens-viewer-llama.png";
+  std::filesystem::remove(png);
+  EXPECT_EQ(testing::Screenshot("file://" + page, png, dir, 1300, 700), 0);
+  EXPECT_GT(std::filesystem::file_size(png), 10000u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(LensCliTest, ViewerPathErrorsComeBeforeTheModelLoads) {
+  auto r = RunCli(Args({"--viewer", "/nonexistent-attnscope-dir/lens.html"}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("the directory '/nonexistent-attnscope-dir' does not exist"));
+  r = RunCli(Args({"--viewer", std::filesystem::temp_directory_path().string()}));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--viewer takes a file name, not the directory"));
 }
 
 }  // namespace

@@ -1,0 +1,19 @@
+// attnscope lens --viewer FILE: a self-contained HTML page of the logit lens
+// (states x positions, coloured by the actual next token's probability, the
+// top-1 probability or the entropy; every cell's top tokens on hover) and of
+// the attention rollout (the prompt as a strip of tokens shaded by the chosen
+// query's rollout weight after the chosen layer). It holds exactly the
+// document `lens --json` prints.
+#pragma once
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+
+namespace attnscope::cli {
+
+// The page for `lens_json` (LensJson's document). FILE#test writes a summary
+// of what the page drew into <pre id="test-output"> (the tests' hook).
+std::string LensViewerHtml(const nlohmann::json& lens_json);
+
+}  // namespace attnscope::cli
