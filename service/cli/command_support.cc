@@ -65,6 +65,33 @@ int UsageError(const std::string& command, const absl::Status& status) {
   return 2;
 }
 
+absl::Status CheckPageFile(const Flags& flags, const std::string& flag) {
+  if (!flags.Has(flag)) return absl::OkStatus();
+  const std::filesystem::path page(flags.Get(flag));
+  const std::filesystem::path dir = page.has_parent_path() ? page.parent_path() : ".";
+  std::error_code ec;
+  if (page.empty() || std::filesystem::is_directory(page, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " takes a file name, not the directory '",
+                                                   page.string(), "'"));
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return absl::NotFoundError(absl::StrCat("--", flag, " ", page.string(), ": the directory '",
+                                            dir.string(), "' does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WritePage(const Flags& flags, const std::string& flag, const std::string& page) {
+  const std::string path = flags.Get(flag);
+  std::ofstream out(path, std::ios::binary);
+  out << page;
+  if (!out.flush()) {
+    return absl::InternalError(absl::StrCat("--", flag, " ", path, ": cannot write the file"));
+  }
+  std::cerr << "wrote " << path << " (" << page.size() / 1024 << " kB)\n";
+  return absl::OkStatus();
+}
+
 int RuntimeError(const std::string& command, const absl::Status& status) {
   std::cerr << "attnscope " << command << ": " << status.message() << "\n";
   return 1;

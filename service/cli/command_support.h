@@ -27,6 +27,14 @@ int UsageError(const std::string& command, const absl::Status& status);
 // Prints "attnscope <command>: <message>"; returns 1.
 int RuntimeError(const std::string& command, const absl::Status& status);
 
+// --FLAG FILE names a file that can be written (its directory exists, it is
+// not a directory): checked before a model loads and a pass runs, so that a
+// long run does not end on a wrong path. OK when the flag is absent.
+absl::Status CheckPageFile(const Flags& flags, const std::string& flag);
+
+// Writes `page` to --FLAG's file and says so on stderr ("wrote FILE (N kB)").
+absl::Status WritePage(const Flags& flags, const std::string& flag, const std::string& page);
+
 // The model of --model (default: the bundled model), with --threads applied
 // (a warning on stderr when it exceeds the machine's cores), on the device of
 // --device (default cpu; FailedPrecondition for cuda on a build without it).

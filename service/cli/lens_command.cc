@@ -1,8 +1,6 @@
 // attnscope lens: the logit lens of a prompt (every hidden state read out
 // through the final norm and the head) and, with --rollout, its attention
 // rollout.
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -114,24 +112,6 @@ absl::StatusOr<LensArgs> ParseArgs(const std::vector<std::string>& args) {
   return a;
 }
 
-// --viewer's file can be written: checked before the model loads and the
-// pass runs, so that a long run does not end on a wrong path.
-absl::Status CheckViewerPath(const Flags& flags) {
-  if (!flags.Has("viewer")) return absl::OkStatus();
-  const std::filesystem::path page(flags.Get("viewer"));
-  const std::filesystem::path dir = page.has_parent_path() ? page.parent_path() : ".";
-  std::error_code ec;
-  if (page.empty() || std::filesystem::is_directory(page, ec)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--viewer takes a file name, not the directory '", page.string(), "'"));
-  }
-  if (!std::filesystem::is_directory(dir, ec)) {
-    return absl::NotFoundError(absl::StrCat("--viewer ", page.string(), ": the directory '",
-                                            dir.string(), "' does not exist"));
-  }
-  return absl::OkStatus();
-}
-
 // Prints the table or --json, and writes --viewer's page (the --json document).
 int Report(const Flags& flags, const std::string& model, const engine::Prompt& prompt,
            const engine::LensRun& run, int64_t num_layers) {
@@ -141,15 +121,9 @@ int Report(const Flags& flags, const std::string& model, const engine::Prompt& p
   }
   const nlohmann::json doc = LensJson(model, prompt, run, num_layers);
   if (flags.Has("viewer")) {
-    const std::string path = flags.Get("viewer");
-    const std::string page = LensViewerHtml(doc);
-    std::ofstream out(path, std::ios::binary);
-    out << page;
-    if (!out.flush()) {
-      return RuntimeError("lens", absl::InternalError(absl::StrCat(
-                                      "--viewer ", path, ": cannot write the file")));
+    if (absl::Status written = WritePage(flags, "viewer", LensViewerHtml(doc)); !written.ok()) {
+      return RuntimeError("lens", written);
     }
-    std::cerr << "wrote " << path << " (" << page.size() / 1024 << " kB)\n";
   }
   if (flags.Has("json")) {
     std::cout << doc.dump() << "\n";
@@ -189,7 +163,7 @@ int RunLens(const std::vector<std::string>& args, const std::string& server) {
   }
   auto parsed = ParseArgs(args);
   if (!parsed.ok()) return UsageError("lens", parsed.status());
-  if (absl::Status page = CheckViewerPath(parsed->flags); !page.ok()) {
+  if (absl::Status page = CheckPageFile(parsed->flags, "viewer"); !page.ok()) {
     return RuntimeError("lens", page);
   }
   if (absl::Status read = LoadPromptSources(parsed->flags); !read.ok()) {

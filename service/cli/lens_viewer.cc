@@ -214,11 +214,8 @@ if (location.hash === "#test") {
 
 }  // namespace
 
-std::string LensViewerHtml(const nlohmann::json& lens_json) {
-  // The document inside <script type="application/json">: '<' only occurs in
-  // its strings, where \u003c reads the same and no "</script>" can end it.
-  const std::string data =
-      lens_json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string ScriptSafeJson(const nlohmann::json& doc) {
+  const std::string data = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::string escaped;
   escaped.reserve(data.size());
   for (char c : data) {
@@ -228,7 +225,11 @@ std::string LensViewerHtml(const nlohmann::json& lens_json) {
       escaped += c;
     }
   }
-  return absl::StrCat(kHead, escaped, kScript);
+  return escaped;
+}
+
+std::string LensViewerHtml(const nlohmann::json& lens_json) {
+  return absl::StrCat(kHead, ScriptSafeJson(lens_json), kScript);
 }
 
 }  // namespace attnscope::cli

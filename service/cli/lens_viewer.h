@@ -16,4 +16,9 @@ namespace attnscope::cli {
 // of what the page drew into <pre id="test-output"> (the tests' hook).
 std::string LensViewerHtml(const nlohmann::json& lens_json);
 
+// `doc` serialised for a <script type="application/json"> element: '<' (only
+// inside its strings) written as \u003c, so that no "</script>" ends it;
+// invalid UTF-8 replaced. JSON.parse reads it back unchanged.
+std::string ScriptSafeJson(const nlohmann::json& doc);
+
 }  // namespace attnscope::cli

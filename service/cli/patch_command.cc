@@ -12,6 +12,7 @@
 #include "service/analysis/text_report.h"
 #include "service/cli/command_support.h"
 #include "service/cli/commands.h"
+#include "service/cli/patch_viewer.h"
 #include "service/cli/remote_support.h"
 #include "service/core/status_macros.h"
 #include "service/engine/patching_run.h"
@@ -49,6 +50,9 @@ the output is the same.
   --target-ids A,B     the metric's tokens as ids
   --json               machine-readable output: every patch's metric and
                        recovery
+  --viewer FILE        also write a self-contained HTML page: the recovery
+                       grid on a diverging scale, the metric and the tokens
+                       on hover (the --json document inside)
   --block-size N       attention query rows per block (0: automatic)
   --precision P        float32 (default), bf16 or auto
   --device D           cpu (default), cuda or auto (not with --server)
@@ -67,7 +71,8 @@ absl::StatusOr<PatchArgs> ParseArgs(const std::vector<std::string>& args) {
   std::vector<FlagSpec> specs = {{"model"},          {"clean"},         {"corrupted"},
                                  {"clean-ids"},      {"corrupted-ids"}, {"no-special-tokens", false},
                                  {"residual", false}, {"target-a"},     {"target-b"},
-                                 {"target-ids"},     {"json", false},   {"block-size"},
+                                 {"target-ids"},     {"json", false},   {"viewer"},
+                                 {"block-size"},
                                  {"threads"},        {"deadline"}};
   for (FlagSpec& spec : ComputeFlagSpecs()) specs.push_back(std::move(spec));
   ATTNSCOPE_ASSIGN_OR_RETURN(a.flags, Flags::Parse(args, specs));
@@ -191,6 +196,28 @@ absl::StatusOr<rpc::PromptSpec> RemotePrompt(const Flags& flags, const std::stri
   return spec;
 }
 
+// Prints the grid or --json, and writes --viewer's page (the --json document).
+int Report(const Flags& flags, const std::string& model, const engine::Prompt& clean,
+           const engine::Prompt& corrupted, const engine::PatchRun& run) {
+  if (!flags.Has("json") && !flags.Has("viewer")) {
+    std::cout << RenderPatch(corrupted, run);
+    return kExitOk;
+  }
+  const nlohmann::json doc = PatchJson(model, clean, corrupted, run);
+  if (flags.Has("viewer")) {
+    const std::string page = PatchViewerHtml(doc, clean.token_bytes, corrupted.token_bytes);
+    if (absl::Status written = WritePage(flags, "viewer", page); !written.ok()) {
+      return RuntimeError("patch", written);
+    }
+  }
+  if (flags.Has("json")) {
+    std::cout << doc.dump() << "\n";
+  } else {
+    std::cout << RenderPatch(corrupted, run);
+  }
+  return kExitOk;
+}
+
 int RunRemote(const PatchArgs& a, const std::string& server) {
   if (absl::Status s = RejectLocalOnlyFlags(a.flags, {"threads", "device"}); !s.ok()) {
     return UsageError("patch", s);
@@ -213,13 +240,7 @@ int RunRemote(const PatchArgs& a, const std::string& server) {
   client.SetCallOptions(RemoteCallOptions("patch", server, a.deadline));
   auto remote = client.Patch(RemoteModelName(a.flags), q, TerminalProgress());
   if (!remote.ok()) return RuntimeError("patch", ExplainDeadline(remote.status(), a.deadline));
-  if (a.flags.Has("json")) {
-    std::cout << PatchJson(remote->model, remote->clean, remote->corrupted, remote->run).dump()
-              << "\n";
-  } else {
-    std::cout << RenderPatch(remote->corrupted, remote->run);
-  }
-  return kExitOk;
+  return Report(a.flags, remote->model, remote->clean, remote->corrupted, remote->run);
 }
 
 }  // namespace
@@ -231,6 +252,9 @@ int RunPatch(const std::vector<std::string>& args, const std::string& server) {
   }
   auto parsed = ParseArgs(args);
   if (!parsed.ok()) return UsageError("patch", parsed.status());
+  if (absl::Status page = CheckPageFile(parsed->flags, "viewer"); !page.ok()) {
+    return RuntimeError("patch", page);
+  }
   if (!server.empty()) return RunRemote(*parsed, server);
   auto bundle = LoadModelFromFlags(parsed->flags);
   if (!bundle.ok()) return RuntimeError("patch", bundle.status());
@@ -251,12 +275,7 @@ int RunPatch(const std::vector<std::string>& args, const std::string& server) {
   settings.progress = TerminalProgress();
   auto run = engine::RunPatching(**bundle, *clean, *corrupted, settings);
   if (!run.ok()) return RuntimeError("patch", ExplainDeadline(run.status(), parsed->deadline));
-  if (parsed->flags.Has("json")) {
-    std::cout << PatchJson((*bundle)->directory, *clean, *corrupted, *run).dump() << "\n";
-  } else {
-    std::cout << RenderPatch(*corrupted, *run);
-  }
-  return kExitOk;
+  return Report(parsed->flags, (*bundle)->directory, *clean, *corrupted, *run);
 }
 
 }  // namespace attnscope::cli

@@ -1,12 +1,17 @@
 // attnscope patch end to end: --json (heads and --residual) against the
 // independent float64 golden file of scripts/reference/patch_reference.py
-// on the GPT-2 fixture, the text grid against the JSON, --target-a/-b as one
-// token each, and the errors.
+// on the GPT-2 fixture, the text grid against the JSON, --viewer's page (the
+// same document, drawn in headless Chromium), --target-a/-b as one token
+// each, and the errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "service/core/safetensors.h"
+#include "tests/cli/chromium.h"
 #include "tests/cli/run_cli.h"
 #include "tests/common/float_compare.h"
 #include "tests/common/golden_tensors.h"
@@ -124,6 +130,63 @@ TEST_F(PatchCliTest, ErrorsAreClear) {
               "2"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("--threads works only without --server"));
+}
+
+// --viewer writes the very document --json prints (read back from the page)
+// beside both prompts' tokens, and the page draws every (layer, position)
+// cell with its largest recovery where the JSON has it.
+TEST_F(PatchCliTest, ViewerPageHoldsTheJsonDocumentAndDrawsTheGrid) {
+  std::string pattern = (std::filesystem::temp_directory_path() / "patch-viewer-XXXXXX").string();
+  const std::string dir = mkdtemp(pattern.data());
+  const std::string page = dir + "/patch.html";
+  const auto r = RunCli(Args({"--residual", "--json", "--viewer", page}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("wrote " + page));
+  std::ifstream in(page, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string html = bytes.str();
+  const std::string open = "<script id=\"data\" type=\"application/json\">";
+  const size_t begin = html.find(open);
+  ASSERT_NE(begin, std::string::npos);
+  const size_t end = html.find("</script>", begin);
+  ASSERT_NE(end, std::string::npos);
+  const nlohmann::json embedded =
+      nlohmann::json::parse(html.substr(begin + open.size(), end - begin - open.size()));
+  const nlohmann::json out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(embedded["patch"], out);
+  ASSERT_EQ(embedded["clean_tokens"].size(), clean_.size());
+  ASSERT_EQ(embedded["corrupted_tokens"].size(), corrupted_.size());
+  for (size_t i = 0; i < clean_.size(); ++i) {
+    // The page's tokens differ exactly where the ids do.
+    EXPECT_EQ(embedded["clean_tokens"][i] == embedded["corrupted_tokens"][i],
+              clean_[i] == corrupted_[i]) << i;
+  }
+  double best = -test::kInf;
+  size_t best_l = 0, best_c = 0;
+  for (size_t l = 0; l < out["recovery"].size(); ++l) {
+    for (size_t c = 0; c < out["recovery"][l].size(); ++c) {
+      const double v = JsonNumber(out["recovery"][l][c]);
+      ASSERT_TRUE(std::isfinite(v)) << l << "," << c;
+      if (v > best) best = v, best_l = l, best_c = c;
+    }
+  }
+  const testing::PageResult drawn = testing::OpenPage("file://" + page + "#test", dir);
+  ASSERT_EQ(drawn.exit_code, 0);
+  ASSERT_FALSE(drawn.report.is_null()) << drawn.dom_excerpt;
+  EXPECT_EQ(drawn.report["layers"], 3);
+  EXPECT_EQ(drawn.report["columns"], clean_.size());
+  EXPECT_EQ(drawn.report["cells"], 3 * clean_.size());
+  EXPECT_TRUE(test::Within(AbsDiff(JsonNumber(drawn.report["best"]), best), 1e-12));
+  EXPECT_EQ(drawn.report["best_at"], nlohmann::json::array({best_l, best_c}));
+  const std::string png = std::string(ATTNSCOPE_TEST_OUTPUT_DIR) + "/patch-viewer-gpt2.png";
+  std::filesystem::remove(png);
+  EXPECT_EQ(testing::Screenshot("file://" + page, png, dir, 1100, 420), 0);
+  EXPECT_GT(std::filesystem::file_size(png), 5000u);
+  const auto missing = RunCli(Args({"--viewer", "/nonexistent-attnscope-dir/patch.html"}));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("the directory '/nonexistent-attnscope-dir' does not exist"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
