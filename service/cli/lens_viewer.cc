@@ -1,6 +1,7 @@
 #include "service/cli/lens_viewer.h"
 
 #include "absl/strings/str_cat.h"
+#include "service/engine/viewer_html.h"
 
 namespace attnscope::cli {
 namespace {
@@ -215,17 +216,8 @@ if (location.hash === "#test") {
 }  // namespace
 
 std::string ScriptSafeJson(const nlohmann::json& doc) {
-  const std::string data = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::string escaped;
-  escaped.reserve(data.size());
-  for (char c : data) {
-    if (c == '<') {
-      escaped += "\\u003c";
-    } else {
-      escaped += c;
-    }
-  }
-  return escaped;
+  return engine::EscapeJsonForScript(
+      doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 std::string LensViewerHtml(const nlohmann::json& lens_json) {

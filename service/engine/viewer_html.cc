@@ -23,9 +23,15 @@ constexpr char kDataMarker[] = "__ATTNSCOPE_DATA__";
 constexpr char kScriptMarker[] = "__ATTNSCOPE_SCRIPT__";
 constexpr int64_t kMaxThumbSize = 48;
 
-// Inside <script>, "</script" or "<!--" in a token would end or confuse the
-// element; '<' only occurs inside JSON strings, where \u003c means the same.
-std::string EscapeForScript(const std::string& json) {
+nlohmann::json FiniteOrNull(const std::vector<double>& values) {
+  nlohmann::json out = nlohmann::json::array();
+  for (double v : values) out.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json());
+  return out;
+}
+
+}  // namespace
+
+std::string EscapeJsonForScript(const std::string& json) {
   std::string out;
   out.reserve(json.size());
   for (char c : json) {
@@ -37,14 +43,6 @@ std::string EscapeForScript(const std::string& json) {
   }
   return out;
 }
-
-nlohmann::json FiniteOrNull(const std::vector<double>& values) {
-  nlohmann::json out = nlohmann::json::array();
-  for (double v : values) out.push_back(std::isfinite(v) ? nlohmann::json(v) : nlohmann::json());
-  return out;
-}
-
-}  // namespace
 
 struct ViewerPageBuilder::Head {
   z_stream z{};
@@ -325,7 +323,7 @@ absl::Status ViewerPageBuilder::Emit(const ViewerData& d,
   if (!d.max_norm.empty()) meta["norm"] = FiniteOrNull(d.max_norm);
   if (!d.entropy_nats.empty()) meta["entropy"] = FiniteOrNull(d.entropy_nats);
   std::string json =
-      EscapeForScript(meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      EscapeJsonForScript(meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   json.pop_back();  // the closing brace: the attentions follow
   json += ",\"attn\":[";
 

@@ -119,6 +119,11 @@ class ViewerPageBuilder : public TensorPieceSink {
   std::vector<int64_t> row_cell_;  // thumbnail cell of each row (and key)
 };
 
+// A JSON document's text made safe inside a <script> element: '<' (which
+// only occurs inside JSON strings) written as \u003c, which means the same,
+// so that no "</script" or "<!--" in a token can end or confuse the element.
+std::string EscapeJsonForScript(const std::string& json);
+
 namespace internal {
 // The page template: "__ATTNSCOPE_DATA__" is replaced by the JSON data, and
 // "__ATTNSCOPE_SCRIPT__" by kViewerScript.

@@ -96,4 +96,18 @@ int Screenshot(const std::string& url, const std::string& png, const std::string
   return RunProgram(args, work_dir + "/screenshot.log", work_dir + "/screenshot.err");
 }
 
+nlohmann::json PageDocument(const std::string& html_path) {
+  std::ifstream in(html_path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::string html = bytes.str();
+  const std::string open = "<script id=\"data\" type=\"application/json\">";
+  const size_t begin = html.find(open);
+  if (begin == std::string::npos) return nullptr;
+  const size_t end = html.find("</script>", begin);
+  if (end == std::string::npos) return nullptr;
+  return nlohmann::json::parse(html.substr(begin + open.size(), end - begin - open.size()),
+                               nullptr, false);
+}
+
 }  // namespace attnscope::testing

@@ -28,6 +28,11 @@ struct PageResult {
 PageResult OpenPage(const std::string& url, const std::string& work_dir,
                     int virtual_time_ms = 5000);
 
+// The JSON document a page holds in <script id="data" type="application/json">
+// (lens --viewer, patch --viewer); null when the file or the element is
+// missing.
+nlohmann::json PageDocument(const std::string& html_path);
+
 // Saves a `width` x `height` screenshot of `url` to `png`; the exit code.
 int Screenshot(const std::string& url, const std::string& png, const std::string& work_dir,
                int width = 1300, int height = 900, int virtual_time_ms = 5000);

@@ -10,8 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -139,17 +137,8 @@ TEST_F(LensCliTest, ViewerPageHoldsTheJsonDocumentAndDrawsIt) {
                               page}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("wrote " + page));
-  std::ifstream in(page, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  const std::string html = bytes.str();
-  const std::string open = "<script id=\"data\" type=\"application/json\">";
-  const size_t begin = html.find(open);
-  ASSERT_NE(begin, std::string::npos);
-  const size_t end = html.find("</script>", begin);
-  ASSERT_NE(end, std::string::npos);
-  const nlohmann::json embedded =
-      nlohmann::json::parse(html.substr(begin + open.size(), end - begin - open.size()));
+  const nlohmann::json embedded = testing::PageDocument(page);
+  ASSERT_TRUE(embedded.is_object()) << page;
   EXPECT_EQ(embedded, nlohmann::json::parse(r.out));
 
   const int64_t t = static_cast<int64_t>(ids_.size());

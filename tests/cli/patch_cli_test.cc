@@ -10,8 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -142,17 +140,8 @@ TEST_F(PatchCliTest, ViewerPageHoldsTheJsonDocumentAndDrawsTheGrid) {
   const auto r = RunCli(Args({"--residual", "--json", "--viewer", page}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.err, HasSubstr("wrote " + page));
-  std::ifstream in(page, std::ios::binary);
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  const std::string html = bytes.str();
-  const std::string open = "<script id=\"data\" type=\"application/json\">";
-  const size_t begin = html.find(open);
-  ASSERT_NE(begin, std::string::npos);
-  const size_t end = html.find("</script>", begin);
-  ASSERT_NE(end, std::string::npos);
-  const nlohmann::json embedded =
-      nlohmann::json::parse(html.substr(begin + open.size(), end - begin - open.size()));
+  const nlohmann::json embedded = testing::PageDocument(page);
+  ASSERT_TRUE(embedded.is_object()) << page;
   const nlohmann::json out = nlohmann::json::parse(r.out);
   EXPECT_EQ(embedded["patch"], out);
   ASSERT_EQ(embedded["clean_tokens"].size(), clean_.size());
