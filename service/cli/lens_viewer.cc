@@ -6,24 +6,27 @@
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHead[] = R"PAGE(<!doctype html>
-<html><head><meta charset="utf-8"><title>attnscope lens</title>
-<style>
-body { font: 13px system-ui, sans-serif; margin: 16px; color: #222; }
+// The style both pages share: the grid, its legend, the hover tip, the
+// tests' hook.
+constexpr char kCommonStyle[] = R"PAGE(body { font: 13px system-ui, sans-serif; margin: 16px; color: #222; }
 h1 { font-size: 18px; margin: 0 0 8px; } h1 small { font-weight: normal; color: #555; }
-h2 { font-size: 15px; margin: 20px 0 6px; }
 .note { color: #555; margin: 6px 0; max-width: 70em; }
 #grid-wrap { overflow: auto; max-width: 100%; max-height: 70vh; border: 1px solid #ccc; }
 canvas { display: block; }
 .legend canvas { display: inline-block; vertical-align: middle; border: 1px solid #ccc; }
 #tip { position: fixed; pointer-events: none; background: #fff; border: 1px solid #888;
        padding: 6px 8px; font: 12px monospace; white-space: pre; display: none; z-index: 2; }
+#test-output { display: none; }
+)PAGE";
+
+constexpr char kStyle[] = R"PAGE(h2 { font-size: 15px; margin: 20px 0 6px; }
 #strip { font: 13px monospace; line-height: 1.9; max-width: 100%; word-break: break-all; }
 #strip span { white-space: pre-wrap; border-radius: 2px; margin-right: 2px; }
 #strip .after { color: #aaa; }
 #strip .query { outline: 2px solid #d62728; }
-#test-output { display: none; }
-</style></head><body>
+)PAGE";
+
+constexpr char kBody[] = R"PAGE(
 <h1>attnscope lens <small id="title"></small></h1>
 <div id="lens-section">
 <label>colour <select id="mode">
@@ -220,8 +223,13 @@ std::string ScriptSafeJson(const nlohmann::json& doc) {
       doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+std::string ViewerPageStart(const std::string& title, const std::string& style) {
+  return absl::StrCat("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>", title,
+                      "</title>\n<style>\n", kCommonStyle, style, "</style></head><body>");
+}
+
 std::string LensViewerHtml(const nlohmann::json& lens_json) {
-  return absl::StrCat(kHead, ScriptSafeJson(lens_json), kScript);
+  return absl::StrCat(ViewerPageStart("attnscope lens", kStyle), kBody, ScriptSafeJson(lens_json), kScript);
 }
 
 }  // namespace attnscope::cli

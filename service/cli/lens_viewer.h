@@ -16,6 +16,10 @@ namespace attnscope::cli {
 // of what the page drew into <pre id="test-output"> (the tests' hook).
 std::string LensViewerHtml(const nlohmann::json& lens_json);
 
+// The start of a page (doctype, <head>, <style> with the style the lens and
+// patch pages share, then `style`), up to and including <body>.
+std::string ViewerPageStart(const std::string& title, const std::string& style);
+
 // `doc` serialised for a <script type="application/json"> element: '<' (only
 // inside its strings) written as \u003c, so that no "</script>" ends it;
 // invalid UTF-8 replaced. JSON.parse reads it back unchanged.

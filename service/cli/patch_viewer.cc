@@ -6,20 +6,11 @@
 namespace attnscope::cli {
 namespace {
 
-constexpr char kHead[] = R"PAGE(<!doctype html>
-<html><head><meta charset="utf-8"><title>attnscope patch</title>
-<style>
-body { font: 13px system-ui, sans-serif; margin: 16px; color: #222; }
-h1 { font-size: 18px; margin: 0 0 8px; } h1 small { font-weight: normal; color: #555; }
-.note { color: #555; margin: 6px 0; max-width: 70em; }
-#metric { font: 13px monospace; margin: 6px 0; }
-#grid-wrap { overflow: auto; max-width: 100%; max-height: 75vh; border: 1px solid #ccc; }
-canvas { display: block; }
-.legend canvas { display: inline-block; vertical-align: middle; border: 1px solid #ccc; }
-#tip { position: fixed; pointer-events: none; background: #fff; border: 1px solid #888;
-       padding: 6px 8px; font: 12px monospace; white-space: pre; display: none; z-index: 2; }
-#test-output { display: none; }
-</style></head><body>
+constexpr char kStyle[] = R"PAGE(#metric { font: 13px monospace; margin: 6px 0; }
+#grid-wrap { max-height: 75vh; }
+)PAGE";
+
+constexpr char kBody[] = R"PAGE(
 <h1>attnscope patch <small id="title"></small></h1>
 <div id="metric"></div>
 <span class="legend">recovery <canvas id="legend" width="200" height="12"></canvas> -1 (blue) to 1 (red), clamped</span>
@@ -124,7 +115,7 @@ std::string PatchViewerHtml(const nlohmann::json& patch_json,
   const nlohmann::json doc = {{"patch", patch_json},
                               {"clean_tokens", clean_tokens},
                               {"corrupted_tokens", corrupted_tokens}};
-  return absl::StrCat(kHead, ScriptSafeJson(doc), kScript);
+  return absl::StrCat(ViewerPageStart("attnscope patch", kStyle), kBody, ScriptSafeJson(doc), kScript);
 }
 
 }  // namespace attnscope::cli

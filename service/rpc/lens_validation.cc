@@ -1,5 +1,6 @@
 #include "service/rpc/lens_validation.h"
 
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -14,6 +15,20 @@ namespace attnscope::rpc {
 namespace v1 = ::attnscope::v1;
 
 namespace {
+
+// query_block_size (>= 0) and precision (or the server's default), the
+// fields every long run's request shares.
+absl::Status ComputeFieldsOf(int64_t block_size, const std::string& precision,
+                             model::Precision fallback, int64_t* block_out,
+                             std::optional<model::Precision>* precision_out) {
+  if (block_size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("query_block_size: ", block_size, " must be >= 0"));
+  }
+  *block_out = block_size;
+  ATTNSCOPE_ASSIGN_OR_RETURN(*precision_out, PrecisionOf(precision, "precision", fallback));
+  return absl::OkStatus();
+}
 
 // A positions field's syntax ("", "last", "all", or indices and ranges),
 // checked before the request takes a slot.
@@ -83,12 +98,9 @@ absl::StatusOr<engine::LensSettings> LensSettingsOf(const v1::LensRequest& r,
     }
   }
   s.attribution_options.targets.assign(r.target_ids().begin(), r.target_ids().end());
-  if (r.query_block_size() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("query_block_size: ", r.query_block_size(), " must be >= 0"));
-  }
-  s.query_block_size = r.query_block_size();
-  ATTNSCOPE_ASSIGN_OR_RETURN(s.precision, PrecisionOf(r.precision(), "precision", fallback));
+  ATTNSCOPE_RETURN_IF_ERROR(
+      ComputeFieldsOf(r.query_block_size(), r.precision(), fallback, &s.query_block_size,
+                      &s.precision));
   return s;
 }
 
@@ -183,12 +195,9 @@ absl::StatusOr<engine::PatchSettings> PatchSettingsOf(const v1::PatchRequest& r,
       (std::string(name) == "target_a" ? s.token_a : s.token_b) = id;
     }
   }
-  if (r.query_block_size() < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("query_block_size: ", r.query_block_size(), " must be >= 0"));
-  }
-  s.query_block_size = r.query_block_size();
-  ATTNSCOPE_ASSIGN_OR_RETURN(s.precision, PrecisionOf(r.precision(), "precision", fallback));
+  ATTNSCOPE_RETURN_IF_ERROR(
+      ComputeFieldsOf(r.query_block_size(), r.precision(), fallback, &s.query_block_size,
+                      &s.precision));
   return s;
 }
 
