@@ -11,8 +11,9 @@
 namespace attnscope::engine {
 namespace {
 
-// Keeps what a pass gives that patching needs: the last position's logits
-// and, for the clean run, every layer's head values or the residual stream
+// Keeps what a pass gives that patching needs: the last position's final
+// hidden state (its logits are read out from it: one row through the head,
+// not T), and when asked every layer's head values or the residual stream
 // entering every layer.
 class PassRecorder : public model::ForwardObserver {
  public:
@@ -24,16 +25,20 @@ class PassRecorder : public model::ForwardObserver {
 
   model::ObserverNeeds Needs() const override {
     model::ObserverNeeds needs;
-    needs.logits = true;
-    needs.logits_in_blocks = true;
     needs.sublayer_writes = head_values_;
-    needs.hidden_states = residual_;
+    needs.hidden_states = true;
     return needs;
   }
   void OnHiddenState(int sequence, int state, const float* x, int64_t num_tokens,
                      int64_t width) override {
-    if (sequence != 0 || state < 0 || state >= static_cast<int>(states_.size())) return;
-    states_[static_cast<size_t>(state)].assign(x, x + num_tokens * width);
+    if (sequence != 0 || state < 0) return;
+    if (state == static_cast<int>(states_.size())) {
+      last_state_.assign(x + (num_tokens - 1) * width, x + num_tokens * width);
+      return;
+    }
+    if (residual_ && state < static_cast<int>(states_.size())) {
+      states_[static_cast<size_t>(state)].assign(x, x + num_tokens * width);
+    }
   }
   void OnSublayerWrites(const model::SublayerWrites& w) override {
     if (w.sequence != 0 || w.layer < 0 || w.layer >= static_cast<int>(mix_.size())) return;
@@ -41,15 +46,16 @@ class PassRecorder : public model::ForwardObserver {
     mix_[static_cast<size_t>(w.layer)].assign(
         w.head_mix, w.head_mix + w.num_tokens * w.num_heads * w.head_dim);
   }
-  void OnLogitsBlock(int sequence, int64_t row_begin, const float* logits, int64_t rows,
-                     int64_t num_tokens, int64_t vocab) override {
-    const int64_t last = num_tokens - 1;
-    if (sequence != 0 || last < row_begin || last >= row_begin + rows) return;
-    const float* row = logits + (last - row_begin) * vocab;
-    last_.assign(row, row + vocab);
-  }
 
-  const std::vector<float>& last_logits() const { return last_; }
+  // The last position's logits, read out from its final hidden state.
+  absl::StatusOr<std::vector<float>> LastLogits(const model::LanguageModel& lm,
+                                                model::Precision precision) const {
+    const model::ModelConfig& config = lm.config();
+    std::vector<float> z(static_cast<size_t>(config.vocab_size));
+    ATTNSCOPE_RETURN_IF_ERROR(
+        lm.HiddenStateLogits(config.num_layers, last_state_.data(), 1, precision, z.data()));
+    return z;
+  }
   // Head h's weighted values of `layer`, (T, d).
   std::vector<float> HeadValues(int layer, int64_t head, int64_t heads) const {
     const std::vector<float>& mix = mix_[static_cast<size_t>(layer)];
@@ -62,6 +68,8 @@ class PassRecorder : public model::ForwardObserver {
     }
     return out;
   }
+  // The residual stream entering `layer`, (T, D).
+  const std::vector<float>& State(int layer) const { return states_[static_cast<size_t>(layer)]; }
   // The residual stream entering `layer` at `position`, (D).
   std::vector<float> ResidualRow(int layer, int64_t position, int64_t width) const {
     const float* row = states_[static_cast<size_t>(layer)].data() + position * width;
@@ -72,7 +80,7 @@ class PassRecorder : public model::ForwardObserver {
   bool head_values_, residual_;
   int64_t head_dim_ = 0;
   std::vector<std::vector<float>> mix_, states_;
-  std::vector<float> last_;
+  std::vector<float> last_state_;
 };
 
 int64_t TopId(const std::vector<float>& z) {
@@ -116,22 +124,30 @@ absl::StatusOr<PatchRun> RunPatching(const ModelBundle& bundle, const Prompt& cl
 
   PassRecorder clean_run(config.num_layers, heads, !heads);
   ATTNSCOPE_RETURN_IF_ERROR(lm.Forward({clean.ids}, forward, {&clean_run}));
-  PassRecorder corrupted_run(config.num_layers, false, false);
+  const bool reuse_prefix =
+      settings.reuse_prefix && config.num_layers * tokens * config.hidden_size *
+                                       static_cast<int64_t>(sizeof(float)) <=
+                                   kMaxPrefixStateBytes;
+  PassRecorder corrupted_run(config.num_layers, false, reuse_prefix);
   ATTNSCOPE_RETURN_IF_ERROR(lm.Forward({corrupted.ids}, forward, {&corrupted_run}));
 
+  ATTNSCOPE_ASSIGN_OR_RETURN(const std::vector<float> clean_logits,
+                             clean_run.LastLogits(lm, forward.precision));
+  ATTNSCOPE_ASSIGN_OR_RETURN(const std::vector<float> corrupted_logits,
+                             corrupted_run.LastLogits(lm, forward.precision));
   PatchRun run;
   run.what = settings.what;
   run.num_tokens = tokens;
-  run.token_a = settings.token_a >= 0 ? settings.token_a : TopId(clean_run.last_logits());
-  run.token_b = settings.token_b >= 0 ? settings.token_b : TopId(corrupted_run.last_logits());
+  run.token_a = settings.token_a >= 0 ? settings.token_a : TopId(clean_logits);
+  run.token_b = settings.token_b >= 0 ? settings.token_b : TopId(corrupted_logits);
   run.text_a = Readable(bundle, run.token_a);
   run.text_b = Readable(bundle, run.token_b);
   auto metric = [&run](const std::vector<float>& z) {
     return static_cast<double>(z[static_cast<size_t>(run.token_a)]) -
            static_cast<double>(z[static_cast<size_t>(run.token_b)]);
   };
-  run.clean_metric = metric(clean_run.last_logits());
-  run.corrupted_metric = metric(corrupted_run.last_logits());
+  run.clean_metric = metric(clean_logits);
+  run.corrupted_metric = metric(corrupted_logits);
   const double span = run.clean_metric - run.corrupted_metric;
   if (!(std::fabs(span) > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -158,12 +174,18 @@ absl::StatusOr<PatchRun> RunPatching(const ModelBundle& bundle, const Prompt& cl
         patch.values = clean_run.ResidualRow(patch.layer, c, config.hidden_size);
       }
       forward.patches = {std::move(patch)};
+      if (reuse_prefix) {
+        const std::vector<float>& state = corrupted_run.State(static_cast<int>(l));
+        forward.resume = {static_cast<int>(l), state.data(), static_cast<int64_t>(state.size())};
+      }
       PassRecorder patched(config.num_layers, false, false);
       ATTNSCOPE_RETURN_IF_ERROR(lm.Forward({corrupted.ids}, forward, {&patched}));
+      ATTNSCOPE_ASSIGN_OR_RETURN(const std::vector<float> logits,
+                                 patched.LastLogits(lm, forward.precision));
       PatchStep step;
       step.layer = l;
       step.column = c;
-      step.metric = metric(patched.last_logits());
+      step.metric = metric(logits);
       step.recovery = (step.metric - run.corrupted_metric) / span;
       step.done = ++run.passes;
       step.total = total;

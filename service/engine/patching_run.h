@@ -30,6 +30,11 @@ struct PatchSettings {
   int64_t token_b = -1;
   int64_t query_block_size = 0;
   std::optional<model::Precision> precision;  // unset: float32
+  // Each patched pass at layer l starts from the corrupted run's residual
+  // stream entering layer l instead of running layers 0..l-1 again (they
+  // are unchanged); off, or when the L x T x D residual streams would take
+  // more than kMaxPrefixStateBytes, every pass runs from the embeddings.
+  bool reuse_prefix = true;
   // Checked before each layer of each pass; true aborts with CancelledError.
   std::function<bool()> should_stop;
   // After the clean and the corrupted pass: the run so far (targets,
@@ -62,6 +67,8 @@ struct PatchRun {
   int64_t passes = 0;
   double seconds = 0;
 };
+
+inline constexpr int64_t kMaxPrefixStateBytes = int64_t{1} << 30;
 
 // InvalidArgument for prompts of different lengths, a target outside the
 // vocabulary, or a metric equal on both prompts (nothing to recover);

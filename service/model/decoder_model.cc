@@ -563,10 +563,17 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
     if (!options.hidden_keys.empty()) {
       pass.hidden_keys = HiddenKeysTensor(options.hidden_keys, tokens).to(device_);
     }
-    at::Tensor x = Embed(IdsTensor(batch).to(device_), pass);  // (B, T, H)
+    const int first_layer = options.resume.layer;
+    at::Tensor x =  // (B, T, H)
+        first_layer == 0
+            ? Embed(IdsTensor(batch).to(device_), pass)
+            : at::from_blob(const_cast<float*>(options.resume.state),
+                            {1, tokens, config_.hidden_size}, at::kFloat)
+                  .clone()
+                  .to(device_);
     obs.Begin(batch_size, tokens);
-    obs.PublishHidden(0, x);
-    for (int layer = 0; layer < config_.num_layers; ++layer) {
+    if (first_layer == 0) obs.PublishHidden(0, x);
+    for (int layer = first_layer; layer < config_.num_layers; ++layer) {
       if (options.should_stop && options.should_stop()) {
         return absl::CancelledError(absl::StrCat("forward pass stopped before layer ", layer));
       }

@@ -65,6 +65,27 @@ absl::Status CheckPatches(const ModelConfig& config, const ForwardOptions& optio
   return absl::OkStatus();
 }
 
+absl::Status CheckResume(const ModelConfig& config, const ForwardOptions& options, size_t batch,
+                         int64_t tokens) {
+  const ForwardOptions::Resume& r = options.resume;
+  if (r.layer == 0) return absl::OkStatus();
+  if (r.layer < 0 || r.layer >= config.num_layers) {
+    return absl::InvalidArgumentError(absl::StrCat("a pass resumed at layer ", r.layer,
+                                                   ": the model's layers are 0..",
+                                                   config.num_layers - 1));
+  }
+  if (batch != 1 || options.cache != nullptr) {
+    return absl::InvalidArgumentError(
+        "a resumed pass takes one sequence in one pass, without a cache");
+  }
+  if (r.state == nullptr || r.size != tokens * config.hidden_size) {
+    return absl::InvalidArgumentError(absl::StrCat("a pass resumed with ", r.size,
+                                                   " values of the residual stream where ",
+                                                   tokens * config.hidden_size, " belong"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckForwardInput(const ModelConfig& config,
@@ -98,6 +119,7 @@ absl::Status CheckForwardInput(const ModelConfig& config,
                                                    options.query_block_size));
   }
   ATTNSCOPE_RETURN_IF_ERROR(CheckAblations(config, options));
+  ATTNSCOPE_RETURN_IF_ERROR(CheckResume(config, options, batch.size(), static_cast<int64_t>(tokens)));
   return CheckPatches(config, options, batch.size(), static_cast<int64_t>(tokens));
 }
 

@@ -106,6 +106,18 @@ struct ForwardOptions {
   // for a layer, head or position outside the model or the prompt, values of
   // the wrong size, a batch of more than one sequence or a cache.
   std::vector<ActivationPatch> patches;
+  // Starts the pass at layer `resume.layer` from `resume.state`: the
+  // residual stream entering that layer, (T, D) float32 row-major, as a pass
+  // of the same ids and options published it (hidden state `layer`). The
+  // layers before it are not run and their hidden states not published: for
+  // passes that share an unchanged prefix (activation patching). layer 0:
+  // from the embeddings. InvalidArgument for a layer outside 0..L-1, a state
+  // of the wrong size, a batch of more than one sequence or a cache.
+  struct Resume {
+    int layer = 0;
+    const float* state = nullptr;  // not owned; read during Forward only
+    int64_t size = 0;              // floats at state
+  } resume;
 };
 
 class LanguageModel {

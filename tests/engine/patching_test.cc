@@ -147,6 +147,74 @@ TEST_P(PatchingFamilyTest, PatchingTheChangedEmbeddingRecoversTheCleanRun) {
   }
 }
 
+// Passes that start at layer l from the corrupted run's residual stream
+// (reuse_prefix, the default) give the numbers of passes that run every
+// layer, on every family, for both kinds of patch.
+TEST_P(PatchingFamilyTest, ReusingTheUnchangedPrefixChangesNoNumber) {
+  auto bundle = LoadModelBundle(TestDataPath("models/" + GetParam()));
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  const int64_t vocab = (*bundle)->config().vocab_size;
+  std::vector<int64_t> clean, corrupted;
+  for (int64_t i = 0; i < 7; ++i) clean.push_back((i * 53 + 11) % vocab);
+  corrupted = clean;
+  corrupted[2] = (corrupted[2] + 7) % vocab;
+  corrupted[5] = (corrupted[5] + vocab / 3) % vocab;
+  for (const PatchTarget what : {PatchTarget::kHeads, PatchTarget::kResidual}) {
+    PatchSettings settings;
+    settings.what = what;
+    settings.token_a = 1;
+    settings.token_b = 2;
+    // should_stop is asked before every layer a pass runs: it counts them.
+    int64_t layers_run = 0;
+    settings.should_stop = [&layers_run] {
+      ++layers_run;
+      return false;
+    };
+    auto reused = RunPatching(**bundle, IdsPrompt(clean), IdsPrompt(corrupted), settings);
+    const int64_t reused_layers = layers_run;
+    layers_run = 0;
+    settings.reuse_prefix = false;
+    auto full = RunPatching(**bundle, IdsPrompt(clean), IdsPrompt(corrupted), settings);
+    ASSERT_TRUE(reused.ok()) << reused.status();
+    ASSERT_TRUE(full.ok()) << full.status();
+    // Two baseline passes, then a pass per patch: from layer l on when reused.
+    const int64_t layers = (*bundle)->config().num_layers;
+    const auto columns = static_cast<int64_t>(full->metric[0].size());
+    EXPECT_EQ(layers_run, 2 * layers + layers * columns * layers);
+    EXPECT_EQ(reused_layers, 2 * layers + columns * layers * (layers + 1) / 2);
+    ASSERT_EQ(reused->metric.size(), full->metric.size());
+    double worst = 0;
+    for (size_t l = 0; l < full->metric.size(); ++l) {
+      ASSERT_EQ(reused->metric[l].size(), full->metric[l].size());
+      for (size_t c = 0; c < full->metric[l].size(); ++c) {
+        worst = Worse(worst, AbsDiff(reused->metric[l][c], full->metric[l][c]));
+      }
+    }
+    EXPECT_TRUE(test::Within(worst, 0.0)) << "largest |metric difference| " << worst;
+    std::cout << GetParam() << (what == PatchTarget::kHeads ? " heads" : " residual")
+              << ": largest |metric difference| " << worst << "\n";
+  }
+}
+
+// A resumed pass is refused where it cannot be right.
+TEST(PatchingTest, ResumedPassesAreChecked) {
+  const ModelBundle* bundle = testing::SharedBundle(testing::HubFixtureDir());
+  ASSERT_NE(bundle, nullptr);
+  const model::ModelConfig& config = bundle->config();
+  std::vector<float> state(static_cast<size_t>(4 * config.hidden_size), 0.0f);
+  model::ForwardOptions options;
+  options.resume = {config.num_layers, state.data(), static_cast<int64_t>(state.size())};
+  absl::Status status = bundle->model->Forward({{5, 6, 7, 8}}, options, {});
+  EXPECT_THAT(std::string(status.message()), HasSubstr("resumed at layer"));
+  options.resume = {1, state.data(), static_cast<int64_t>(state.size()) - 1};
+  status = bundle->model->Forward({{5, 6, 7, 8}}, options, {});
+  EXPECT_THAT(std::string(status.message()), HasSubstr("values of the residual stream"));
+  options.resume = {1, state.data(), static_cast<int64_t>(state.size())};
+  status = bundle->model->Forward({{5, 6, 7, 8}, {5, 6, 7, 8}}, options, {});
+  EXPECT_THAT(std::string(status.message()), HasSubstr("one sequence"));
+  EXPECT_TRUE(bundle->model->Forward({{5, 6, 7, 8}}, options, {}).ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(EveryFamily, PatchingFamilyTest,
                          ::testing::Values("gpt2-random-hub-layout", "llama", "gemma2", "mistral",
                                            "qwen2", "qwen3", "phi3", "gpt_neox", "opt"));
