@@ -18,6 +18,8 @@ void registerProtoMetaTypes() {
   qRegisterMetaType<v1::AnalyzeEvent>();
   qRegisterMetaType<v1::GenerateEvent>();
   qRegisterMetaType<v1::EvaluateEvictionEvent>();
+  qRegisterMetaType<v1::LensEvent>();
+  qRegisterMetaType<v1::PatchEvent>();
   qRegisterMetaType<v1::ListModelsResponse>();
   qRegisterMetaType<Connection::State>();
 }
@@ -132,55 +134,45 @@ void Connection::shutdown() {
   m_state.store(int(State::Disconnected));
 }
 
-void Connection::analyze(quint64 tag, const v1::AnalyzeRequest& request) {
+template <typename Request, typename Event, typename Run>
+void Connection::startCall(quint64 tag, const Request& request, Run run,
+                           void (Connection::*onEvent)(quint64, const Event&),
+                           void (Connection::*onFinished)(quint64, bool, const QString&)) {
   const std::shared_ptr<AnalyzerStub> stub = m_requests->currentStub();
   if (!stub) {
-    Q_EMIT analyzeFinished(tag, false, QStringLiteral("not connected to a server"));
+    Q_EMIT(this->*onFinished)(tag, false, QStringLiteral("not connected to a server"));
     return;
   }
   const auto context = m_requests->start(tag, m_options.callTimeoutMs);
   const std::shared_ptr<Requests> requests = m_requests;
-  m_pool->start([this, requests, stub, context, tag, request] {
-    const grpc::Status status =
-        runAnalyze(*stub, context.get(), request,
-                   [&](const v1::AnalyzeEvent& e) { Q_EMIT analyzeEvent(tag, e); });
+  m_pool->start([this, requests, stub, context, tag, request, run, onEvent, onFinished] {
+    const grpc::Status status = run(*stub, context.get(), request, [&](const Event& e) {
+      Q_EMIT(this->*onEvent)(tag, e);
+    });
     requests->end(tag, context.get());
-    Q_EMIT analyzeFinished(tag, status.ok(), status.ok() ? QString() : describeStatus(status));
+    Q_EMIT(this->*onFinished)(tag, status.ok(), status.ok() ? QString() : describeStatus(status));
   });
+}
+
+void Connection::analyze(quint64 tag, const v1::AnalyzeRequest& request) {
+  startCall(tag, request, runAnalyze, &Connection::analyzeEvent, &Connection::analyzeFinished);
 }
 
 void Connection::generate(quint64 tag, const v1::GenerateRequest& request) {
-  const std::shared_ptr<AnalyzerStub> stub = m_requests->currentStub();
-  if (!stub) {
-    Q_EMIT generateFinished(tag, false, QStringLiteral("not connected to a server"));
-    return;
-  }
-  const auto context = m_requests->start(tag, m_options.callTimeoutMs);
-  const std::shared_ptr<Requests> requests = m_requests;
-  m_pool->start([this, requests, stub, context, tag, request] {
-    const grpc::Status status =
-        runGenerate(*stub, context.get(), request,
-                    [&](const v1::GenerateEvent& e) { Q_EMIT generateEvent(tag, e); });
-    requests->end(tag, context.get());
-    Q_EMIT generateFinished(tag, status.ok(), status.ok() ? QString() : describeStatus(status));
-  });
+  startCall(tag, request, runGenerate, &Connection::generateEvent, &Connection::generateFinished);
 }
 
 void Connection::evaluateEviction(quint64 tag, const v1::EvaluateEvictionRequest& request) {
-  const std::shared_ptr<AnalyzerStub> stub = m_requests->currentStub();
-  if (!stub) {
-    Q_EMIT evictionFinished(tag, false, QStringLiteral("not connected to a server"));
-    return;
-  }
-  const auto context = m_requests->start(tag, m_options.callTimeoutMs);
-  const std::shared_ptr<Requests> requests = m_requests;
-  m_pool->start([this, requests, stub, context, tag, request] {
-    const grpc::Status status = runEvaluateEviction(
-        *stub, context.get(), request,
-        [&](const v1::EvaluateEvictionEvent& e) { Q_EMIT evictionEvent(tag, e); });
-    requests->end(tag, context.get());
-    Q_EMIT evictionFinished(tag, status.ok(), status.ok() ? QString() : describeStatus(status));
-  });
+  startCall(tag, request, runEvaluateEviction, &Connection::evictionEvent,
+            &Connection::evictionFinished);
+}
+
+void Connection::lens(quint64 tag, const v1::LensRequest& request) {
+  startCall(tag, request, runLens, &Connection::lensEvent, &Connection::lensFinished);
+}
+
+void Connection::patch(quint64 tag, const v1::PatchRequest& request) {
+  startCall(tag, request, runPatch, &Connection::patchEvent, &Connection::patchFinished);
 }
 
 void Connection::cancel(quint64 tag) { m_requests->cancel(tag); }

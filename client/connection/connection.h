@@ -1,7 +1,7 @@
 // The dashboard's link to attnscope: one server or several replicas behind a
 // gRPC target. The live feed merges one Subscribe stream per replica, each
-// kept alive across that replica's restarts; the Analyze, Generate and
-// EvaluateEviction requests the user makes go to the whole target through
+// kept alive across that replica's restarts; the Analyze, Generate,
+// EvaluateEviction, Lens and Patch requests the user makes go to the whole target through
 // gRPC's round_robin policy.
 // Everything that can block runs off the GUI thread; results arrive as
 // signals.
@@ -46,7 +46,7 @@ struct ConnectionOptions {
   int initialBackoffMs = 250;  // first reconnect delay, doubled per failure
   int maxBackoffMs = 8000;     // cap on that delay
   int probeTimeoutMs = 3000;   // how long one attempt waits for the server
-  int callTimeoutMs = 120000;  // deadline of an Analyze, Generate or EvaluateEviction call
+  int callTimeoutMs = 120000;  // deadline of an Analyze, Generate, EvaluateEviction, Lens or Patch call
   // Looks up dns: targets (empty: resolveTarget, i.e. getaddrinfo). Runs on
   // a pool thread. Tests give one whose answers change, as a scaled
   // Deployment's DNS does.
@@ -103,6 +103,8 @@ class Connection : public QObject {
   void analyze(quint64 tag, const attnscope::v1::AnalyzeRequest& request);
   void generate(quint64 tag, const attnscope::v1::GenerateRequest& request);
   void evaluateEviction(quint64 tag, const attnscope::v1::EvaluateEvictionRequest& request);
+  void lens(quint64 tag, const attnscope::v1::LensRequest& request);
+  void patch(quint64 tag, const attnscope::v1::PatchRequest& request);
   // Cancels the call; it ends with CANCELLED.
   void cancel(quint64 tag);
   // Cancels everything and waits; call before stopping the worker thread.
@@ -134,11 +136,22 @@ class Connection : public QObject {
   void generateFinished(quint64 tag, bool ok, const QString& error);
   void evictionEvent(quint64 tag, const attnscope::v1::EvaluateEvictionEvent& event);
   void evictionFinished(quint64 tag, bool ok, const QString& error);
+  void lensEvent(quint64 tag, const attnscope::v1::LensEvent& event);
+  void lensFinished(quint64 tag, bool ok, const QString& error);
+  void patchEvent(quint64 tag, const attnscope::v1::PatchEvent& event);
+  void patchFinished(quint64 tag, bool ok, const QString& error);
 
  private:
   struct Requests;  // the round_robin stub and every live call's context
   struct Attempt;   // one feed attempt's stub and contexts, shared with its thread
   struct Feed;      // one replica's feed
+
+  // Runs one server-streaming call on the pool: `run` reads the stream,
+  // `onEvent` and `onFinished` are the call's signals.
+  template <typename Request, typename Event, typename Run>
+  void startCall(quint64 tag, const Request& request, Run run,
+                 void (Connection::*onEvent)(quint64, const Event&),
+                 void (Connection::*onFinished)(quint64, bool, const QString&));
 
   // connection_feeds.cc: resolution and one feed per replica.
   void resolve();

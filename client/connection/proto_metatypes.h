@@ -10,6 +10,8 @@ Q_DECLARE_METATYPE(attnscope::v1::FeedEvent)
 Q_DECLARE_METATYPE(attnscope::v1::AnalyzeEvent)
 Q_DECLARE_METATYPE(attnscope::v1::GenerateEvent)
 Q_DECLARE_METATYPE(attnscope::v1::EvaluateEvictionEvent)
+Q_DECLARE_METATYPE(attnscope::v1::LensEvent)
+Q_DECLARE_METATYPE(attnscope::v1::PatchEvent)
 Q_DECLARE_METATYPE(attnscope::v1::ListModelsResponse)
 
 namespace attnscope::dashboard {

@@ -125,6 +125,18 @@ grpc::Status runEvaluateEviction(
   return drain<v1::EvaluateEvictionEvent>(stub.EvaluateEviction(context, request), onEvent);
 }
 
+grpc::Status runLens(AnalyzerStub& stub, grpc::ClientContext* context,
+                     const v1::LensRequest& request,
+                     const std::function<void(const v1::LensEvent&)>& onEvent) {
+  return drain<v1::LensEvent>(stub.Lens(context, request), onEvent);
+}
+
+grpc::Status runPatch(AnalyzerStub& stub, grpc::ClientContext* context,
+                      const v1::PatchRequest& request,
+                      const std::function<void(const v1::PatchEvent&)>& onEvent) {
+  return drain<v1::PatchEvent>(stub.Patch(context, request), onEvent);
+}
+
 grpc::Status runSubscribe(AnalyzerStub& stub, grpc::ClientContext* context,
                           const v1::SubscribeRequest& request,
                           const std::function<void()>& onStarted,

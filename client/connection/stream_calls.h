@@ -54,6 +54,12 @@ grpc::Status runEvaluateEviction(
     AnalyzerStub& stub, grpc::ClientContext* context,
     const attnscope::v1::EvaluateEvictionRequest& request,
     const std::function<void(const attnscope::v1::EvaluateEvictionEvent&)>& onEvent);
+grpc::Status runLens(AnalyzerStub& stub, grpc::ClientContext* context,
+                     const attnscope::v1::LensRequest& request,
+                     const std::function<void(const attnscope::v1::LensEvent&)>& onEvent);
+grpc::Status runPatch(AnalyzerStub& stub, grpc::ClientContext* context,
+                      const attnscope::v1::PatchRequest& request,
+                      const std::function<void(const attnscope::v1::PatchEvent&)>& onEvent);
 // onStarted runs once the server has acknowledged the subscription (sent its
 // initial metadata), before the first event.
 grpc::Status runSubscribe(AnalyzerStub& stub, grpc::ClientContext* context,

@@ -57,6 +57,16 @@ QColor heatColor(double weight) {
                 lerp(a.blue(), b.blue(), t));
 }
 
+QColor divergingColor(double value) {
+  if (std::isnan(value)) return QColor(0xd9, 0xd9, 0xd9);
+  const double v = std::clamp(value, -1.0, 1.0);
+  // White to red (0xb2182b) above 0, white to blue (0x2166ac) below.
+  const QColor end = v >= 0 ? QColor(0xb2, 0x18, 0x2b) : QColor(0x21, 0x66, 0xac);
+  const double t = std::fabs(v);
+  auto mix = [t](int from, int to) { return int(std::lround(from + (to - from) * t)); };
+  return QColor(mix(255, end.red()), mix(255, end.green()), mix(255, end.blue()));
+}
+
 QColor textColorOn(const QColor& background) {
   // Rec. 601 luma: good enough to pick between black and white.
   const double luma =

@@ -25,6 +25,11 @@ QColor entropyBucketColor(int bucket);
 // dark blue at 1. Linear in the weight, so equal steps look equal.
 QColor heatColor(double weight);
 
+// Diverging scale for signed values in [-1, 1] (clamped; NaN: light grey):
+// blue at -1, white at 0, red at +1, linear in the value (contributions to
+// a logit, patching recoveries).
+QColor divergingColor(double value);
+
 // Black or white, whichever reads better on `background`.
 QColor textColorOn(const QColor& background);
 

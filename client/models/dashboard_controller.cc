@@ -90,6 +90,42 @@ v1::EvaluateEvictionRequest evictionRequest(const QString& model, const PromptIn
   return request;
 }
 
+v1::LensRequest lensRequest(const QString& model, const QVector<qint64>& ids,
+                            const v1::AnalyzeOptions& options) {
+  v1::LensRequest request;
+  request.set_model(model.toStdString());
+  for (const qint64 id : ids) request.mutable_ids()->add_ids(id);
+  request.set_logit_lens(true);
+  request.set_attribution(true);
+  const qint64 n = ids.size();
+  request.set_lens_positions(n <= kLensColumns
+                                 ? std::string("all")
+                                 : QStringLiteral("%1-%2").arg(n - kLensColumns).arg(n - 1).toStdString());
+  request.set_top_k(3);
+  request.set_attribution_positions("last");
+  request.set_precision(options.precision());
+  return request;
+}
+
+v1::PatchRequest patchRequest(const QString& model, const PatchInput& input) {
+  v1::PatchRequest request;
+  request.set_model(model.toStdString());
+  if (!input.clean.ids.isEmpty()) {
+    for (const qint64 id : input.clean.ids) request.mutable_clean_ids()->add_ids(id);
+  } else {
+    request.set_clean_text(input.clean.text.toStdString());
+  }
+  if (!input.corrupted.ids.isEmpty()) {
+    for (const qint64 id : input.corrupted.ids) request.mutable_corrupted_ids()->add_ids(id);
+  } else {
+    request.set_corrupted_text(input.corrupted.text.toStdString());
+  }
+  if (!input.targetA.isEmpty()) request.set_target_a_text(input.targetA.toStdString());
+  if (!input.targetB.isEmpty()) request.set_target_b_text(input.targetB.toStdString());
+  request.set_kind(input.residual ? v1::PATCH_KIND_RESIDUAL : v1::PATCH_KIND_HEADS);
+  return request;
+}
+
 DashboardController::DashboardController(QObject* parent) : QObject(parent) {}
 
 DashboardController::Call DashboardController::callOf(quint64 tag) const {
@@ -98,12 +134,16 @@ DashboardController::Call DashboardController::callOf(quint64 tag) const {
   if (tag == m_analyzeTag) return Call::Analyze;
   if (tag == m_generateTag) return Call::Generate;
   if (tag == m_evictionTag) return Call::Eviction;
+  if (tag == m_lensTag) return Call::Lens;
+  if (tag == m_patchTag) return Call::Patch;
   return Call::None;
 }
 
 void DashboardController::cancel(quint64 tag) {
   if (tag == 0) return;
   if (tag == m_attentionTag) m_attentionTag = 0;
+  if (tag == m_lensTag) m_lensTag = 0;
+  if (tag == m_patchTag) m_patchTag = 0;
   Q_EMIT cancelRequested(tag);
 }
 
@@ -111,6 +151,8 @@ void DashboardController::finished(quint64 tag) {
   if (tag == 0) return;
   if (tag == m_attentionTag) m_attentionTag = 0;
   if (tag == m_evictionTag) m_evictionTag = 0;
+  if (tag == m_lensTag) m_lensTag = 0;
+  if (tag == m_patchTag) m_patchTag = 0;
   if (tag == m_generateTag) m_generateEnded = true;
 }
 
@@ -179,6 +221,23 @@ quint64 DashboardController::evaluateEviction(const QString& model, const Prompt
   const quint64 tag = ++m_nextTag;
   m_evictionTag = tag;
   Q_EMIT evictionRequested(tag, evictionRequest(model, input, policies, positions));
+  return tag;
+}
+
+quint64 DashboardController::lens() {
+  if (m_shownIds.isEmpty()) return 0;
+  cancel(m_lensTag);
+  const quint64 tag = ++m_nextTag;
+  m_lensTag = tag;
+  Q_EMIT lensRequested(tag, lensRequest(m_shownModel, m_shownIds, m_shownOptions));
+  return tag;
+}
+
+quint64 DashboardController::patch(const QString& model, const PatchInput& input) {
+  cancel(m_patchTag);
+  const quint64 tag = ++m_nextTag;
+  m_patchTag = tag;
+  Q_EMIT patchRequested(tag, patchRequest(model, input));
   return tag;
 }
 

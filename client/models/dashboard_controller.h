@@ -48,11 +48,30 @@ attnscope::v1::EvaluateEvictionRequest evictionRequest(const QString& model,
                                                        const QStringList& policies,
                                                        const QString& positions);
 
+// The logit lens (top 3 per cell) and direct logit attribution at the last
+// position of exactly `ids`, with the shown prompt's precision: every
+// position up to kLensColumns tokens, else the last kLensColumns.
+constexpr int kLensColumns = 256;
+attnscope::v1::LensRequest lensRequest(const QString& model, const QVector<qint64>& ids,
+                                       const attnscope::v1::AnalyzeOptions& options);
+// Activation patching from the clean prompt into the corrupted one (text,
+// or token ids when given): each head's output, or the residual stream.
+// The metric's targets as one token's text each; empty: the clean and the
+// corrupted run's top predictions.
+struct PatchInput {
+  PromptInput clean;
+  PromptInput corrupted;
+  QString targetA;
+  QString targetB;
+  bool residual = false;
+};
+attnscope::v1::PatchRequest patchRequest(const QString& model, const PatchInput& input);
+
 class DashboardController : public QObject {
   Q_OBJECT
 
  public:
-  enum class Call { None, Analyze, Attention, Generate, Eviction };
+  enum class Call { None, Analyze, Attention, Generate, Eviction, Lens, Patch };
 
   explicit DashboardController(QObject* parent = nullptr);
 
@@ -73,6 +92,14 @@ class DashboardController : public QObject {
   quint64 fetchHead(int layer, int head);
   quint64 evaluateEviction(const QString& model, const PromptInput& input,
                            const QStringList& policies, const QString& positions);
+
+  // The logit lens and attribution of the shown prompt (0 when nothing is
+  // shown), and a patching run; each cancels its own previous run (neither
+  // is on the feed: a run the user moved on from is of no use).
+  quint64 lens();
+  quint64 patch(const QString& model, const PatchInput& input);
+  bool lensRunning() const { return m_lensTag != 0; }
+  bool patchRunning() const { return m_patchTag != 0; }
 
   // A new prompt is about to be shown: no generation, generated feed tokens
   // or waiting row belong to it any more (the reset the send and select
@@ -128,6 +155,8 @@ class DashboardController : public QObject {
   void analyzeRequested(quint64 tag, const attnscope::v1::AnalyzeRequest& request);
   void generateRequested(quint64 tag, const attnscope::v1::GenerateRequest& request);
   void evictionRequested(quint64 tag, const attnscope::v1::EvaluateEvictionRequest& request);
+  void lensRequested(quint64 tag, const attnscope::v1::LensRequest& request);
+  void patchRequested(quint64 tag, const attnscope::v1::PatchRequest& request);
   void cancelRequested(quint64 tag);
 
  private:
@@ -138,6 +167,8 @@ class DashboardController : public QObject {
   bool m_generateEnded = false;
   quint64 m_attentionTag = 0;
   quint64 m_evictionTag = 0;
+  quint64 m_lensTag = 0;
+  quint64 m_patchTag = 0;
   QPair<int, int> m_attentionHead{-1, -1};
   int m_headFetches = 0;
   QVector<qint64> m_shownIds;

@@ -12,6 +12,8 @@
 
 #include "client/ui/connection_indicator.h"
 #include "client/ui/eviction_view.h"
+#include "client/ui/lens_view.h"
+#include "client/ui/patch_view.h"
 #include "client/ui/feed_panel.h"
 #include "client/ui/prompt_view.h"
 #include "client/ui/trend_chart.h"
@@ -136,6 +138,10 @@ void MainWindow::buildLayout() {
   m_detailTabs->setDocumentMode(true);
   m_detailTabs->addTab(m_promptView, tr("Prompt"));
   m_detailTabs->addTab(m_evictionView, tr("Eviction run"));
+  m_lensView = new LensView;
+  m_patchView = new PatchView;
+  m_detailTabs->addTab(m_lensView, tr("Lens"));
+  m_detailTabs->addTab(m_patchView, tr("Patching"));
   m_evictionRedraw = new QTimer(this);
   m_evictionRedraw->setSingleShot(true);
   m_evictionRedraw->setInterval(100);
@@ -189,6 +195,7 @@ void MainWindow::wireConnection() {
   connect(m_connection, &Connection::generateFinished, this, &MainWindow::onGenerateFinished);
   connect(m_connection, &Connection::evictionEvent, this, &MainWindow::onEvictionEvent);
   connect(m_connection, &Connection::evictionFinished, this, &MainWindow::onEvictionFinished);
+  wireLens();
 }
 
 void MainWindow::setServerAddress(const QString& address) {
@@ -381,25 +388,19 @@ void MainWindow::startAnalysis(const QString& model, const PromptInput& input,
 
 void MainWindow::wireController() {
   Connection* connection = m_connection;
-  connect(m_controller, &DashboardController::analyzeRequested, this,
-          [connection](quint64 tag, const v1::AnalyzeRequest& request) {
-            QMetaObject::invokeMethod(
-                connection, [connection, tag, request] { connection->analyze(tag, request); },
-                Qt::QueuedConnection);
-          });
-  connect(m_controller, &DashboardController::generateRequested, this,
-          [connection](quint64 tag, const v1::GenerateRequest& request) {
-            QMetaObject::invokeMethod(
-                connection, [connection, tag, request] { connection->generate(tag, request); },
-                Qt::QueuedConnection);
-          });
-  connect(m_controller, &DashboardController::evictionRequested, this,
-          [connection](quint64 tag, const v1::EvaluateEvictionRequest& request) {
-            QMetaObject::invokeMethod(
-                connection,
-                [connection, tag, request] { connection->evaluateEviction(tag, request); },
-                Qt::QueuedConnection);
-          });
+  // Each request the controller builds goes to the connection's thread.
+  auto forward = [this, connection](auto signal, auto call) {
+    connect(m_controller, signal, this, [connection, call](quint64 tag, const auto& request) {
+      QMetaObject::invokeMethod(
+          connection, [connection, call, tag, request] { (connection->*call)(tag, request); },
+          Qt::QueuedConnection);
+    });
+  };
+  forward(&DashboardController::analyzeRequested, &Connection::analyze);
+  forward(&DashboardController::generateRequested, &Connection::generate);
+  forward(&DashboardController::evictionRequested, &Connection::evaluateEviction);
+  forward(&DashboardController::lensRequested, &Connection::lens);
+  forward(&DashboardController::patchRequested, &Connection::patch);
   connect(m_controller, &DashboardController::cancelRequested, this, [connection](quint64 tag) {
     QMetaObject::invokeMethod(
         connection, [connection, tag] { connection->cancel(tag); }, Qt::QueuedConnection);

@@ -14,6 +14,8 @@
 #include "client/models/eviction_run.h"
 #include "client/models/feed_model.h"
 #include "client/models/generation_trace.h"
+#include "client/models/lens_run.h"
+#include "client/models/patch_run.h"
 #include "client/models/prompt_analysis.h"
 #include "client/models/request_trends.h"
 #include "client/ui/send_panel.h"
@@ -27,6 +29,8 @@ namespace attnscope::dashboard {
 class ConnectionIndicator;
 class EvictionView;
 class FeedPanel;
+class LensView;
+class PatchView;
 class PromptView;
 class TrendChart;
 
@@ -77,11 +81,14 @@ class MainWindow : public QMainWindow {
   FeedPanel* feedPanel() const { return m_feedPanel; }
   SendPanel* sendPanel() const { return m_sendPanel; }
   PromptView* promptView() const { return m_promptView; }
-  // The right-hand side: the prompt view's tab and the eviction view's.
+  // The right-hand side: the prompt view's tab, the eviction view's, the
+  // lens view's and the patching view's.
   QTabWidget* detailTabs() const { return m_detailTabs; }
   EvictionView* evictionView() const { return m_evictionView; }
   // The eviction run shown (live, or picked from the feed).
   const EvictionRun& evictionRun() const { return m_evictionRun; }
+  LensView* lensView() const { return m_lensView; }
+  PatchView* patchView() const { return m_patchView; }
   TrendChart* trendChart() const { return m_trendChart; }
   const RequestTrends& trends() const { return m_trends; }
   // Attention fetches this window has started (one per head shown).
@@ -111,6 +118,12 @@ class MainWindow : public QMainWindow {
   // "original".
   void evaluateEviction(const QString& text, const QString& model, const QStringList& policies,
                         const QString& positions = QString(), const QVector<qint64>& ids = {});
+  // The logit lens and direct logit attribution of the shown prompt, drawn
+  // in the lens tab as they arrive.
+  void runLens();
+  // Activation patching (the send panel's model), drawn in the patching tab
+  // as its passes arrive.
+  void runPatch(const attnscope::dashboard::PatchInput& input);
   // F5: analyzes the shown prompt again.
   void reanalyze();
   void openSettings();
@@ -167,6 +180,14 @@ class MainWindow : public QMainWindow {
   void showPromptTab();
   void showEvictionTab();
 
+  // main_window_lens.cc: Lens and Patch runs (the dashboard's own calls,
+  // not on the feed).
+  void onLensEvent(quint64 tag, const attnscope::v1::LensEvent& event);
+  void onLensFinished(quint64 tag, bool ok, const QString& error);
+  void onPatchEvent(quint64 tag, const attnscope::v1::PatchEvent& event);
+  void onPatchFinished(quint64 tag, bool ok, const QString& error);
+  void wireLens();
+
   // main_window_actions.cc: menus, shortcuts, settings.
   void buildActions();
   void restoreSettings();
@@ -206,6 +227,12 @@ class MainWindow : public QMainWindow {
   QString m_evictionModel;
   EvictionRun m_evictionRun;         // the run shown
   QTimer* m_evictionRedraw = nullptr;  // single shot: batches live redraws
+  LensView* m_lensView = nullptr;
+  PatchView* m_patchView = nullptr;
+  LensRun m_lensRun;
+  PatchRun m_patchRun;
+  QTimer* m_lensRedraw = nullptr;   // single shot: batches live redraws
+  QTimer* m_patchRedraw = nullptr;
   QStringList m_sentPrompts;  // full texts sent from here, newest first
   bool m_shutDown = false;
   bool m_splittersRestored = false;

@@ -172,7 +172,7 @@ void SendPanel::updatePlaceholder() {
 SendRequest SendPanel::currentRequest(QString* error) const {
   SendRequest request;
   request.text = m_prompt->toPlainText();
-  request.model = m_model->currentData().toString();
+  request.model = model();
   request.generate = m_generate->isChecked();
   request.maxNewTokens = m_budget->value();
   request.evaluateEviction = m_evict->isChecked();
@@ -246,5 +246,11 @@ void SendPanel::setModels(const attnscope::v1::ListModelsResponse& models) {
   const int index = m_model->findData(current);
   m_model->setCurrentIndex(index >= 0 ? index : 0);
 }
+
+}  // namespace attnscope::dashboard
+
+namespace attnscope::dashboard {
+
+QString SendPanel::model() const { return m_model->currentData().toString(); }
 
 }  // namespace attnscope::dashboard

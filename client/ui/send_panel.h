@@ -69,6 +69,8 @@ class SendPanel : public QWidget {
   // modes, the policies split; *error set and an empty request when they do
   // not parse or no policy is given).
   SendRequest currentRequest(QString* error = nullptr) const;
+  // The model chosen (empty: the server's default).
+  QString model() const;
   // The line under the prompt: what the last send is doing, or why it failed.
   QString statusText() const;
   WrapLabel* statusLabel() const { return m_status; }
