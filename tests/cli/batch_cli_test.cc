@@ -342,83 +342,6 @@ TEST(BatchCliTest, ResumeAfterKill9FinishesWithNoDuplicateId) {
             << " lines after --resume\n";
 }
 
-// A replica killed with -9 mid-batch: its requests in flight fail with
-// UNAVAILABLE, are retried on the replica left, and the run ends with every
-// prompt answered once.
-TEST(BatchReplicaKillTest, AReplicaKilledMidBatchLosesNoPrompt) {
-  std::unique_ptr<testing::ServerProcess> replicas[2];
-  std::string target = "ipv4:";
-  for (auto& replica : replicas) {
-    std::string error;
-    replica = testing::ServerProcess::Start({"--threads", "1"}, &error);
-    ASSERT_NE(replica, nullptr) << error;
-    target += (target.size() > 5 ? "," : "") + replica->address();
-  }
-  // Prompts of ~450 tokens, so that requests are in flight on the replica
-  // when it dies.
-  constexpr int kPrompts = 24;
-  std::string prompts;
-  for (int i = 0; i < kPrompts; ++i) {
-    std::string text;
-    for (int r = 0; r < 40; ++r) text += kTexts[static_cast<size_t>(i + r) % kTexts.size()] + " ";
-    prompts += TextLine("p" + std::to_string(i), text);
-  }
-  const std::string input = WriteFile("batch-kill.jsonl", prompts);
-  const std::string output = test::UniqueTempPath("batch-kill-out.jsonl");
-  const std::string err_path = test::UniqueTempPath("batch-kill-err.txt");
-  const std::string bin = std::string(ATTNSCOPE_BIN_DIR) + "/attnscope";
-  std::vector<std::string> args = {bin, "--server", target, "batch", "--input", input,
-                                   "--output", output, "--concurrency", "4"};
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  ASSERT_EQ(posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&actions);
-  // Killed while its metrics say it is serving a request, a few results in.
-  const int metrics_port =
-      std::stoi(replicas[0]->metrics_address().substr(replicas[0]->metrics_address().rfind(':') + 1));
-  auto serving = [&] {
-    const metrics::testing::HttpReply reply = metrics::testing::HttpGet(metrics_port, "/metrics");
-    const std::string key = "\nattnscope_in_flight_requests ";
-    const size_t at = reply.body.find(key);
-    return at != std::string::npos && std::atof(reply.body.c_str() + at + key.size()) > 0.0;
-  };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while ((CountLines(output) < 2 || !serving()) && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  const int before = CountLines(output);
-  EXPECT_EQ(replicas[0]->StopWith(SIGKILL, 10.0), 128 + SIGKILL);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "some prompt failed after the kill";
-  ASSERT_LT(before, kPrompts) << "the batch finished before the kill";
-  std::set<std::string> ids;
-  std::map<std::string, int> per_replica;
-  const std::vector<json> lines = ReadLines(output);
-  for (const json& line : lines) {
-    EXPECT_FALSE(line.contains("error")) << line.dump().substr(0, 300);
-    EXPECT_TRUE(ids.insert(line["id"].get<std::string>()).second) << "duplicate " << line["id"];
-    if (line.contains("replica")) ++per_replica[line["replica"].get<std::string>()];
-  }
-  EXPECT_EQ(ids.size(), static_cast<size_t>(kPrompts));
-  // The replica left answered everything after the kill.
-  EXPECT_GE(per_replica["ipv4:" + replicas[1]->address()], kPrompts - before);
-  // The requests in flight on the killed replica were tried again.
-  std::ifstream err_in(err_path);
-  const std::string err(std::istreambuf_iterator<char>(err_in), {});
-  EXPECT_NE(err.find(" retried"), std::string::npos) << err;
-  std::cout << err << before << " of " << kPrompts << " results before the kill; per replica:";
-  for (const auto& [replica, count] : per_replica) std::cout << " " << replica << "=" << count;
-  std::cout << "\n";
-}
-
 // attnscope_requests_total{rpc="Analyze",origin=ORIGIN,code="OK"} in a
 // /metrics body; 0 when absent, -1 when unreadable.
 int AnalyzeCount(const std::string& metrics, const std::string& origin) {
@@ -434,6 +357,114 @@ int AnalyzeCount(const std::string& metrics, const std::string& origin) {
     }
   }
   return 0;
+}
+
+// attnscope_in_flight_requests of a replica's /metrics; 0 when unreadable.
+double InFlight(const testing::ServerProcess& replica) {
+  const std::string address = replica.metrics_address();
+  const metrics::testing::HttpReply reply =
+      metrics::testing::HttpGet(std::stoi(address.substr(address.rfind(':') + 1)), "/metrics");
+  const std::string key = "\nattnscope_in_flight_requests ";
+  const size_t at = reply.body.find(key);
+  return at == std::string::npos ? 0.0 : std::atof(reply.body.c_str() + at + key.size());
+}
+
+int BatchCount(const testing::ServerProcess& replica) {
+  const std::string address = replica.metrics_address();
+  return AnalyzeCount(
+      metrics::testing::HttpGet(std::stoi(address.substr(address.rfind(':') + 1)), "/metrics").body,
+      "batch");
+}
+
+// Three replicas; one is killed with -9 while it serves a request of the
+// batch and started again on its port. The requests in flight on it fail
+// with UNAVAILABLE and are retried on the others; once back it is given
+// prompts again; the run ends with every prompt answered once.
+TEST(BatchReplicaKillTest, AReplicaKilledAndRestartedMidBatchLosesNoPrompt) {
+  std::unique_ptr<testing::ServerProcess> replicas[3];
+  std::string target = "ipv4:";
+  for (auto& replica : replicas) {
+    std::string error;
+    replica = testing::ServerProcess::Start({"--threads", "1"}, &error);
+    ASSERT_NE(replica, nullptr) << error;
+    target += (target.size() > 5 ? "," : "") + replica->address();
+  }
+  // Prompts of ~450 tokens, so that requests are in flight on the replica
+  // when it dies, and enough of them that the run outlasts its restart.
+  constexpr int kPrompts = 90;
+  std::string prompts;
+  for (int i = 0; i < kPrompts; ++i) {
+    std::string text;
+    for (int r = 0; r < 40; ++r) text += kTexts[static_cast<size_t>(i + r) % kTexts.size()] + " ";
+    prompts += TextLine("p" + std::to_string(i), text);
+  }
+  const std::string input = WriteFile("batch-kill.jsonl", prompts);
+  const std::string output = test::UniqueTempPath("batch-kill-out.jsonl");
+  const std::string err_path = test::UniqueTempPath("batch-kill-err.txt");
+  const std::string bin = std::string(ATTNSCOPE_BIN_DIR) + "/attnscope";
+  std::vector<std::string> args = {bin, "--server", target, "batch", "--input", input,
+                                   "--output", output, "--concurrency", "3"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = -1;
+  ASSERT_EQ(posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  // Killed while its metrics say it is serving a request, a few results in.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while ((CountLines(output) < 3 || InFlight(*replicas[0]) <= 0.0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  const int before = CountLines(output);
+  const std::string port = replicas[0]->address().substr(replicas[0]->address().rfind(':') + 1);
+  EXPECT_EQ(replicas[0]->StopWith(SIGKILL, 10.0), 128 + SIGKILL);
+  // Started again on the same port while the batch runs on.
+  std::string error;
+  replicas[0] = testing::ServerProcess::Start({"--threads", "1", "--listen", "127.0.0.1:" + port},
+                                              &error);
+  ASSERT_NE(replicas[0], nullptr) << error;
+  const int at_restart = CountLines(output);
+  // The restarted replica is given prompts again: wait until it has answered
+  // one (or the batch has ended, which the checks below then report).
+  int status = 0;
+  pid_t ended = 0;
+  while ((ended = waitpid(pid, &status, WNOHANG)) == 0 && BatchCount(*replicas[0]) < 1 &&
+         std::chrono::steady_clock::now() < deadline + std::chrono::seconds(120)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const int restarted_answered = BatchCount(*replicas[0]);
+  if (ended == 0) ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "some prompt failed after the kill";
+  ASSERT_LT(before, kPrompts) << "the batch finished before the kill";
+  ASSERT_LT(at_restart, kPrompts) << "the batch finished before the restart";
+  EXPECT_GE(restarted_answered, 1) << "the restarted replica was given no prompt";
+  std::set<std::string> ids;
+  std::map<std::string, int> per_replica;
+  const std::vector<json> lines = ReadLines(output);
+  for (const json& line : lines) {
+    EXPECT_FALSE(line.contains("error")) << line.dump().substr(0, 300);
+    EXPECT_TRUE(ids.insert(line["id"].get<std::string>()).second) << "duplicate " << line["id"];
+    if (line.contains("replica")) ++per_replica[line["replica"].get<std::string>()];
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(kPrompts));
+  EXPECT_EQ(lines.size(), static_cast<size_t>(kPrompts));
+  // Every answer the restarted process counted is a line of the output.
+  EXPECT_GE(per_replica["ipv4:" + replicas[0]->address()], BatchCount(*replicas[0]));
+  // The requests in flight on the killed replica were tried again.
+  std::ifstream err_in(err_path);
+  const std::string err(std::istreambuf_iterator<char>(err_in), {});
+  EXPECT_NE(err.find(" retried"), std::string::npos) << err;
+  std::cout << err << before << " of " << kPrompts << " results before the kill, " << at_restart
+            << " at the restart; the restarted replica answered " << BatchCount(*replicas[0])
+            << "; per replica:";
+  for (const auto& [replica, count] : per_replica) std::cout << " " << replica << "=" << count;
+  std::cout << "\n";
 }
 
 // Three replicas of the bundled model, started once for the suite.

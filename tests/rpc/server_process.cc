@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -59,8 +60,10 @@ std::unique_ptr<ServerProcess> ServerProcess::Start(const std::vector<std::strin
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_fd, STDERR_FILENO);
   posix_spawn_file_actions_addclose(&actions, out[0]);
-  std::vector<std::string> all = {binary, "--listen", "127.0.0.1:0", "--metrics-listen",
-                                  "127.0.0.1:0"};
+  // --listen in `args` (a replica restarted on its port) replaces the default.
+  const bool listens = std::find(args.begin(), args.end(), "--listen") != args.end();
+  std::vector<std::string> all = {binary, "--metrics-listen", "127.0.0.1:0"};
+  if (!listens) all.insert(all.end(), {"--listen", "127.0.0.1:0"});
   all.insert(all.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : all) argv.push_back(a.data());

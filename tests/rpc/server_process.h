@@ -12,8 +12,8 @@ namespace attnscope::testing {
 
 class ServerProcess {
  public:
-  // Starts the server with `args` plus --listen 127.0.0.1:0 and
-  // --metrics-listen 127.0.0.1:0 and waits (up to 120 s) for its
+  // Starts the server with `args` plus --metrics-listen 127.0.0.1:0 and
+  // (unless `args` gives --listen) --listen 127.0.0.1:0, and waits (up to 120 s) for its
   // "listening on" and "metrics on" lines. nullptr (with the reason in
   // *error) if it exits or prints something else first.
   static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& args,
