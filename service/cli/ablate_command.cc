@@ -99,12 +99,9 @@ int RunRemote(const AblateArgs& a, const std::string& server) {
 }  // namespace
 
 int RunAblate(const std::vector<std::string>& args, const std::string& server) {
-  if (WantsHelp(args)) {
-    std::cout << kHelp;
-    return kExitOk;
-  }
-  auto parsed = ParseArgs(args);
-  if (!parsed.ok()) return UsageError("ablate", parsed.status());
+  int exit_code = kExitOk;
+  auto parsed = StartCommand("ablate", args, kHelp, ParseArgs, &exit_code);
+  if (!parsed) return exit_code;
   if (absl::Status read = ReadProbeText(parsed->flags, &parsed->probe); !read.ok()) {
     return RuntimeError("ablate", read);
   }

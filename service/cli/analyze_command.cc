@@ -317,12 +317,9 @@ int RunInputFile(AnalyzeArgs& a, const std::string& server) {
 }  // namespace
 
 int RunAnalyze(const std::vector<std::string>& args, const std::string& server) {
-  if (WantsHelp(args)) {
-    std::cout << kHelp;
-    return kExitOk;
-  }
-  auto parsed = ParseArgs(args);
-  if (!parsed.ok()) return UsageError("analyze", parsed.status());
+  int exit_code = kExitOk;
+  auto parsed = StartCommand("analyze", args, kHelp, ParseArgs, &exit_code);
+  if (!parsed) return exit_code;
   if (HasInputFile(parsed->flags)) return RunInputFile(*parsed, server);
   if (absl::Status read = LoadPromptSources(parsed->flags); !read.ok()) {
     return RuntimeError("analyze", read);

@@ -3,13 +3,16 @@
 // prompt.
 #pragma once
 
+#include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "service/cli/commands.h"
 #include "service/cli/flags.h"
 #include "service/engine/analysis_run.h"
 #include "service/engine/model_bundle.h"
@@ -26,6 +29,27 @@ absl::StatusOr<bool> ParseColorFlag(const Flags& flags);
 int UsageError(const std::string& command, const absl::Status& status);
 // Prints "attnscope <command>: <message>"; returns 1.
 int RuntimeError(const std::string& command, const absl::Status& status);
+
+// How a command starts: --help prints `help` (exit 0), flags that do not
+// parse are a usage error (exit 2). Returns the parsed flags, or nullopt
+// with *exit_code set to what the command returns.
+template <typename Parsed>
+std::optional<Parsed> StartCommand(const std::string& command,
+                                   const std::vector<std::string>& args, const char* help,
+                                   absl::StatusOr<Parsed> (*parse)(const std::vector<std::string>&),
+                                   int* exit_code) {
+  if (WantsHelp(args)) {
+    std::cout << help;
+    *exit_code = kExitOk;
+    return std::nullopt;
+  }
+  absl::StatusOr<Parsed> parsed = parse(args);
+  if (!parsed.ok()) {
+    *exit_code = UsageError(command, parsed.status());
+    return std::nullopt;
+  }
+  return std::move(*parsed);
+}
 
 // --FLAG FILE names a file that can be written (its directory exists, it is
 // not a directory): checked before a model loads and a pass runs, so that a

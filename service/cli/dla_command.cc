@@ -142,12 +142,9 @@ int RunRemote(const DlaArgs& a, const std::string& server) {
 }  // namespace
 
 int RunDla(const std::vector<std::string>& args, const std::string& server) {
-  if (WantsHelp(args)) {
-    std::cout << kHelp;
-    return kExitOk;
-  }
-  auto parsed = ParseArgs(args);
-  if (!parsed.ok()) return UsageError("dla", parsed.status());
+  int exit_code = kExitOk;
+  auto parsed = StartCommand("dla", args, kHelp, ParseArgs, &exit_code);
+  if (!parsed) return exit_code;
   if (absl::Status read = LoadPromptSources(parsed->flags); !read.ok()) {
     return RuntimeError("dla", read);
   }

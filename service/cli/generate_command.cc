@@ -215,12 +215,9 @@ int RunRemote(const GenerateArgs& a, const std::string& server) {
 }  // namespace
 
 int RunGenerate(const std::vector<std::string>& args, const std::string& server) {
-  if (WantsHelp(args)) {
-    std::cout << kHelp;
-    return kExitOk;
-  }
-  auto parsed = ParseArgs(args);
-  if (!parsed.ok()) return UsageError("generate", parsed.status());
+  int exit_code = kExitOk;
+  auto parsed = StartCommand("generate", args, kHelp, ParseArgs, &exit_code);
+  if (!parsed) return exit_code;
   if (absl::Status read = LoadPromptSources(parsed->flags); !read.ok()) {
     return RuntimeError("generate", read);
   }

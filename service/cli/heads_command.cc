@@ -101,12 +101,9 @@ int RunRemote(const HeadsArgs& a, const std::string& server) {
 }  // namespace
 
 int RunHeads(const std::vector<std::string>& args, const std::string& server) {
-  if (WantsHelp(args)) {
-    std::cout << kHelp;
-    return kExitOk;
-  }
-  auto parsed = ParseArgs(args);
-  if (!parsed.ok()) return UsageError("heads", parsed.status());
+  int exit_code = kExitOk;
+  auto parsed = StartCommand("heads", args, kHelp, ParseArgs, &exit_code);
+  if (!parsed) return exit_code;
   if (absl::Status read = ReadProbeText(parsed->flags, &parsed->probe); !read.ok()) {
     return RuntimeError("heads", read);
   }

@@ -157,12 +157,9 @@ int RunRemote(const LensArgs& a, const std::string& server) {
 }  // namespace
 
 int RunLens(const std::vector<std::string>& args, const std::string& server) {
-  if (WantsHelp(args)) {
-    std::cout << kHelp;
-    return kExitOk;
-  }
-  auto parsed = ParseArgs(args);
-  if (!parsed.ok()) return UsageError("lens", parsed.status());
+  int exit_code = kExitOk;
+  auto parsed = StartCommand("lens", args, kHelp, ParseArgs, &exit_code);
+  if (!parsed) return exit_code;
   if (absl::Status page = CheckPageFile(parsed->flags, "viewer"); !page.ok()) {
     return RuntimeError("lens", page);
   }

@@ -246,12 +246,9 @@ int RunRemote(const PatchArgs& a, const std::string& server) {
 }  // namespace
 
 int RunPatch(const std::vector<std::string>& args, const std::string& server) {
-  if (WantsHelp(args)) {
-    std::cout << kHelp;
-    return kExitOk;
-  }
-  auto parsed = ParseArgs(args);
-  if (!parsed.ok()) return UsageError("patch", parsed.status());
+  int exit_code = kExitOk;
+  auto parsed = StartCommand("patch", args, kHelp, ParseArgs, &exit_code);
+  if (!parsed) return exit_code;
   if (absl::Status page = CheckPageFile(parsed->flags, "viewer"); !page.ok()) {
     return RuntimeError("patch", page);
   }
