@@ -88,6 +88,13 @@ ThreadScratch& Scratch() {
   return scratch;
 }
 
+float Bf16BitsToFloat(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 uint16_t ToBf16(float f) {
   uint32_t u;
   std::memcpy(&u, &f, sizeof u);
@@ -118,13 +125,44 @@ memory::data_type DataType(PackedType type) {
 }
 
 // The layout oneDNN's matmul wants for B = W^T (k x n) of this type.
-memory::desc PackedDesc(int64_t n, int64_t k, PackedType type) {
+memory::desc MatmulWeightsDesc(int64_t n, int64_t k, PackedType type) {
   const memory::data_type dt = DataType(type);
   const memory::desc src({128, k}, dt, memory::format_tag::ab);
   const memory::desc weights({k, n}, dt, memory::format_tag::any);
   const memory::desc dst({128, n}, memory::data_type::f32, memory::format_tag::ab);
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, dst), Engine());
   return pd.weights_desc();
+}
+
+// Whether oneDNN has a bfloat16 matmul on this CPU (AVX-512 and later). Where
+// it has none (AVX2), bfloat16 weights are stored in float32's packed layout
+// and widened for each product, and bfloat16 products are computed as
+// float32 products of bfloat16-rounded operands: the same numbers, since
+// every product of two bfloat16 values is exact in float32.
+bool NativeBf16() {
+  static const bool native = [] {
+    try {
+      MatmulWeightsDesc(64, 64, PackedType::kBfloat16);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return native;
+}
+
+// The type a product of stored `type` runs in.
+PackedType KernelType(PackedType type) {
+  return type == PackedType::kBfloat16 && !NativeBf16() ? PackedType::kFloat32 : type;
+}
+
+// How B = W^T of this type is stored: matmul's layout, or for bfloat16
+// without a bfloat16 matmul, float32's layout holding bfloat16 values.
+memory::desc PackedDesc(int64_t n, int64_t k, PackedType type) {
+  if (KernelType(type) == type) return MatmulWeightsDesc(n, k, type);
+  dnnl_memory_desc_t desc = MatmulWeightsDesc(n, k, PackedType::kFloat32).data;
+  desc.data_type = dnnl_bf16;
+  return memory::desc(desc);
 }
 
 // Matmul primitives by shape, shared by every matrix of that shape (the
@@ -253,6 +291,7 @@ std::string GemmDescription() {
     line = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
            std::to_string(v->patch) + " (" + IsaName(dnnl_get_effective_cpu_isa()) +
            "): weights packed at load";
+    if (!NativeBf16()) line += ", bfloat16 products as float32 products of rounded operands";
   } else {
     const std::string core = BlasCoreName();
     line = core.empty() ? "BLAS" : "BLAS (OpenBLAS " + core + ")";
@@ -456,13 +495,6 @@ class BlockedOffsets {
   int64_t block_[2] = {1, 1};
 };
 
-float Bf16BitsToFloat(uint16_t bits) {
-  const uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 }  // namespace
 
 struct PackedMatrix::Impl {
@@ -555,8 +587,9 @@ std::shared_ptr<const PackedMatrix> PackedMatrix::Converted(PackedType type) con
 std::string PackedMatrix::Implementation(int64_t m) const {
   try {
     const Chunk& c = impl_->chunks.front();
-    const PrimitiveKey key{m, c.rows, k_, k_, c.rows, type_, false, Epilogue::kNone};
-    return Primitives().Get(key, c.desc)->implementation;
+    const PackedType kernel = KernelType(type_);
+    const PrimitiveKey key{m, c.rows, k_, k_, c.rows, kernel, false, Epilogue::kNone};
+    return Primitives().Get(key, kernel == type_ ? c.desc : c.wide)->implementation;
   } catch (const dnnl::error& e) {
     Fail("making a matrix product", e);
   }
@@ -597,7 +630,9 @@ void PackedMatrix::Multiply(const float* x, int64_t m, int64_t ldx, const float*
                             int64_t ldy, Epilogue epilogue, Operands operands) const {
   if (m <= 0) return;
   if (ldy != n_) throw std::invalid_argument("PackedMatrix::Multiply: ldy must equal n");
-  const PackedType compute = operands == Operands::kFloat32 ? PackedType::kFloat32 : type_;
+  const PackedType asked = operands == Operands::kFloat32 ? PackedType::kFloat32 : type_;
+  // Without a bfloat16 matmul, bfloat16 products run in float32 on rounded x.
+  const PackedType compute = KernelType(asked);
   try {
     // oneDNN's brgemm kernels read dense rows only (a strided x, such as the
     // gate half of a gated MLP's output, would take its far slower reference
@@ -605,6 +640,10 @@ void PackedMatrix::Multiply(const float* x, int64_t m, int64_t ldx, const float*
     const void* src = x;
     if (compute == PackedType::kBfloat16) {
       src = DenseRows(Scratch().bf16, x, m, k_, ldx, ToBf16);
+      ldx = k_;
+    } else if (asked == PackedType::kBfloat16) {
+      src = DenseRows(Scratch().dense, x, m, k_, ldx,
+                      [](float v) { return Bf16BitsToFloat(ToBf16(v)); });
       ldx = k_;
     } else if (ldx != k_) {
       src = DenseRows(Scratch().dense, x, m, k_, ldx, [](float v) { return v; });

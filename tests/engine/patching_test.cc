@@ -203,7 +203,7 @@ TEST(PatchingTest, ResumedPassesAreChecked) {
   const model::ModelConfig& config = bundle->config();
   std::vector<float> state(static_cast<size_t>(4 * config.hidden_size), 0.0f);
   model::ForwardOptions options;
-  options.resume = {config.num_layers, state.data(), static_cast<int64_t>(state.size())};
+  options.resume = {static_cast<int>(config.num_layers), state.data(), static_cast<int64_t>(state.size())};
   absl::Status status = bundle->model->Forward({{5, 6, 7, 8}}, options, {});
   EXPECT_THAT(std::string(status.message()), HasSubstr("resumed at layer"));
   options.resume = {1, state.data(), static_cast<int64_t>(state.size()) - 1};
