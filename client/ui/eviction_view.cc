@@ -100,9 +100,7 @@ EvictionView::EvictionView(QWidget* parent)
 }
 
 void EvictionView::setNote(const QString& note, bool isError) {
-  m_note->setLine(note);
-  m_note->setStyleSheet(isError ? QStringLiteral("color: #c62828;")
-                                : QStringLiteral("color: #555;"));
+  m_note->setMessage(note, isError);
   m_note->setVisible(!note.isEmpty());
 }
 

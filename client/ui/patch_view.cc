@@ -85,8 +85,7 @@ void PatchView::requestRun() {
 }
 
 void PatchView::setNote(const QString& note, bool isError) {
-  m_note->setLine(note);
-  m_note->setStyleSheet(isError ? QStringLiteral("color: #b00020;") : QString());
+  m_note->setMessage(note, isError);
   m_note->setVisible(!note.isEmpty());
 }
 

@@ -58,9 +58,7 @@ void PromptSummaryPanel::setAnalysis(PromptAnalysis* analysis) {
 }
 
 void PromptSummaryPanel::setNote(const QString& note, bool isError) {
-  m_note->setLine(note);
-  m_note->setStyleSheet(isError ? QStringLiteral("color: #c62828;")
-                                : QStringLiteral("color: #1d4f91;"));
+  m_note->setMessage(note, isError, QColor(0x1d, 0x4f, 0x91));
 }
 
 QString PromptSummaryPanel::healthText() const { return m_health->text(); }

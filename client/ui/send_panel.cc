@@ -221,9 +221,7 @@ void SendPanel::send() {
 }
 
 void SendPanel::setStatus(const QString& text, bool isError) {
-  m_status->setLine(text);
-  m_status->setStyleSheet(isError ? QStringLiteral("color: #c62828;")
-                                  : QStringLiteral("color: #555;"));
+  m_status->setMessage(text, isError);
 }
 
 QString SendPanel::statusText() const { return m_status->line(); }

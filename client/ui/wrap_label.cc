@@ -15,4 +15,9 @@ void WrapLabel::setLine(const QString& text) {
   setText(breakLongRuns(text, 24));
 }
 
+void WrapLabel::setMessage(const QString& text, bool isError, const QColor& normal) {
+  setLine(text);
+  setStyleSheet(QStringLiteral("color: %1;").arg(isError ? QStringLiteral("#c62828") : normal.name()));
+}
+
 }  // namespace attnscope::dashboard

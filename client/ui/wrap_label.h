@@ -2,6 +2,7 @@
 // generated text, model names.
 #pragma once
 
+#include <QColor>
 #include <QLabel>
 
 namespace attnscope::dashboard {
@@ -18,6 +19,8 @@ class WrapLabel : public QLabel {
   explicit WrapLabel(QWidget* parent = nullptr);
 
   void setLine(const QString& text);
+  // setLine in the dashboard's colours: an error in red, else `normal`.
+  void setMessage(const QString& text, bool isError, const QColor& normal = QColor(0x55, 0x55, 0x55));
   QString line() const { return m_line; }
 
  private:
