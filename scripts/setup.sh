@@ -17,7 +17,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-openmp libdnnl-dev
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev grpc-proto
   prometheus-cpp-dev prometheus
-  qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev xvfb xauth fonts-droid-fallback
   libgtest-dev libgmock-dev libbenchmark-dev libyaml-cpp-dev
   nlohmann-json3-dev libpcre2-dev libutf8proc-dev libsentencepiece-dev zlib1g-dev
   openssl

@@ -312,6 +312,9 @@ void DashboardRealSizeTest::realSizeFitsReadsAndScales() {
   }
   qInfo("sink grid under log, per layer: %d of %d cells near white (random weights: a few "
         "heads per layer take most of the last token's first-token weight)", blank, 24 * 14);
+  // The README's picture: the long status lines were only for the fit check.
+  window.statusBar()->clearMessage();
+  window.sendPanel()->setStatus(QString());
   window.resize(1600, 1000);
   QTest::qWait(200);
   const QString path = outputDir() + QStringLiteral("/dashboard-24x14-2000.png");
