@@ -15,6 +15,7 @@
 #include "client/ui/main_window.h"
 #include "client/ui/send_panel.h"
 #include "tests/client/server_process.h"
+#include "tests/client/window_test_support.h"
 
 namespace attnscope::dashboard {
 namespace {
@@ -38,13 +39,7 @@ bool writeChatModel(const QString& dir) {
   return config.open(QIODevice::WriteOnly) && config.write(kChatTemplateConfig) > 0;
 }
 
-ConnectionOptions fastReconnect() {
-  ConnectionOptions options;
-  options.initialBackoffMs = 100;
-  options.maxBackoffMs = 1000;
-  options.probeTimeoutMs = 2000;
-  return options;
-}
+using testing::fastReconnect;
 
 QVector<qint64> shownIds(const PromptAnalysis& analysis) {
   QVector<qint64> ids;
@@ -59,10 +54,8 @@ class DashboardChatTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QVERIFY(m_settingsDir.isValid() && m_modelDir.isValid());
-    QCoreApplication::setOrganizationName(QStringLiteral("attnscope-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("dashboard-chat"));
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
+    QVERIFY(testing::useTestSettings(m_settingsDir, QStringLiteral("dashboard-chat")));
+    QVERIFY(m_modelDir.isValid());
     QVERIFY(writeChatModel(m_modelDir.path()));
     QVERIFY2(m_server.start(0, kLong,
                             {QStringLiteral("--model"),

@@ -21,6 +21,7 @@
 #include "client/ui/settings_dialog.h"
 #include "tests/client/prompt_client.h"
 #include "tests/client/server_process.h"
+#include "tests/client/window_test_support.h"
 
 namespace attnscope::dashboard {
 namespace {
@@ -34,13 +35,7 @@ const QString kSinks = QStringLiteral("Attention sinks hold the first token of e
 const QString kStory = QStringLiteral("Once upon a time");
 constexpr int kLong = 60000;  // ms: loading a model on a busy 2-core machine
 
-ConnectionOptions fastReconnect() {
-  ConnectionOptions options;
-  options.initialBackoffMs = 100;
-  options.maxBackoffMs = 1000;
-  options.probeTimeoutMs = 2000;
-  return options;
-}
+using testing::fastReconnect;
 
 // The newest feed row of `rpc` whose preview is `text`; -1 if none.
 int findRow(const FeedModel& feed, const QString& text, const QString& rpc) {
@@ -87,10 +82,7 @@ class DashboardEndToEndTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QVERIFY(m_settingsDir.isValid());
-    QCoreApplication::setOrganizationName(QStringLiteral("attnscope-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("dashboard-e2e"));
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
+    QVERIFY(testing::useTestSettings(m_settingsDir, QStringLiteral("dashboard-e2e")));
   }
 
   void feedAndPromptView();

@@ -34,6 +34,7 @@
 #include "client/ui/prompt_view.h"
 #include "client/ui/send_panel.h"
 #include "tests/client/server_process.h"
+#include "tests/client/window_test_support.h"
 
 namespace attnscope::dashboard {
 
@@ -87,10 +88,7 @@ class DashboardEvictionTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QVERIFY(m_settingsDir.isValid());
-    QCoreApplication::setOrganizationName(QStringLiteral("attnscope-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("dashboard-eviction"));
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
+    QVERIFY(testing::useTestSettings(m_settingsDir, QStringLiteral("dashboard-eviction")));
     const QString stories = QStringLiteral(ATTNSCOPE_TEST_DATA_DIR "/models/llama-stories260K");
     QVERIFY2(m_server.start(0, 90000, {QStringLiteral("--model"), QStringLiteral("stories=") + stories}),
              qPrintable(m_server.error()));

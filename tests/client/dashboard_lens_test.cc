@@ -24,6 +24,7 @@
 #include "client/ui/patch_view.h"
 #include "client/ui/value_grid.h"
 #include "tests/client/server_process.h"
+#include "tests/client/window_test_support.h"
 
 namespace attnscope::dashboard {
 
@@ -37,13 +38,7 @@ const char kPrompt[] = "The quick brown fox jumps over the lazy dog because it w
 const char kClean[] = "The Eiffel Tower is in the city of";
 const char kCorrupted[] = "The Colosseum is in the city of";
 
-ConnectionOptions fastReconnect() {
-  ConnectionOptions options;
-  options.initialBackoffMs = 100;
-  options.maxBackoffMs = 1000;
-  options.probeTimeoutMs = 2000;
-  return options;
-}
+using testing::fastReconnect;
 
 // False for NaN on either side.
 bool within(double a, double b, double tolerance) { return std::fabs(a - b) <= tolerance; }
@@ -61,10 +56,7 @@ class DashboardLensTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QVERIFY(m_settingsDir.isValid());
-    QCoreApplication::setOrganizationName(QStringLiteral("attnscope-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("dashboard-lens"));
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
+    QVERIFY(testing::useTestSettings(m_settingsDir, QStringLiteral("dashboard-lens")));
     QVERIFY2(m_server.start(0, kLong), qPrintable(m_server.error()));
     m_stub = v1::Analyzer::NewStub(grpc::CreateChannel(m_server.address().toStdString(),
                                                        grpc::InsecureChannelCredentials()));

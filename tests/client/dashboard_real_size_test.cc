@@ -39,6 +39,7 @@
 #include "tests/client/prompt_client.h"
 #include "tests/client/random_checkpoint.h"
 #include "tests/client/server_process.h"
+#include "tests/client/window_test_support.h"
 
 namespace attnscope::dashboard {
 namespace {
@@ -59,13 +60,7 @@ QString outputDir() {
   return dir;
 }
 
-ConnectionOptions fastReconnect() {
-  ConnectionOptions options;
-  options.initialBackoffMs = 100;
-  options.maxBackoffMs = 1000;
-  options.probeTimeoutMs = 2000;
-  return options;
-}
+using testing::fastReconnect;
 
 int findRow(const FeedModel& feed, const QString& preview) {
   for (int i = 0; i < feed.rowCount(); ++i) {
@@ -112,10 +107,7 @@ class DashboardRealSizeTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QVERIFY(m_settingsDir.isValid());
-    QCoreApplication::setOrganizationName(QStringLiteral("attnscope-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("dashboard-real-size"));
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
+    QVERIFY(testing::useTestSettings(m_settingsDir, QStringLiteral("dashboard-real-size")));
     QVERIFY(m_models.isValid());
     RandomGpt2 shape;
     shape.layers = 24;

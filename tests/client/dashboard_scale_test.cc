@@ -25,6 +25,7 @@
 #include "tests/client/prompt_client.h"
 #include "tests/client/random_checkpoint.h"
 #include "tests/client/server_process.h"
+#include "tests/client/window_test_support.h"
 
 namespace attnscope::dashboard {
 namespace {
@@ -42,13 +43,7 @@ QString outputDir() {
   return dir;
 }
 
-ConnectionOptions fastReconnect() {
-  ConnectionOptions options;
-  options.initialBackoffMs = 100;
-  options.maxBackoffMs = 1000;
-  options.probeTimeoutMs = 2000;
-  return options;
-}
+using testing::fastReconnect;
 
 int findRow(const FeedModel& feed, const QString& preview) {
   for (int i = 0; i < feed.rowCount(); ++i) {
@@ -103,10 +98,7 @@ class DashboardScaleTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QVERIFY(m_settingsDir.isValid());
-    QCoreApplication::setOrganizationName(QStringLiteral("attnscope-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("dashboard-scale"));
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
+    QVERIFY(testing::useTestSettings(m_settingsDir, QStringLiteral("dashboard-scale")));
     QVERIFY(m_models.isValid());
     QVERIFY(QDir(m_models.path()).mkpath(QStringLiteral("m12")));
     QVERIFY(QDir(m_models.path()).mkpath(QStringLiteral("m32")));

@@ -22,6 +22,7 @@
 #include "client/ui/prompt_view.h"
 #include "client/ui/send_panel.h"
 #include "tests/client/server_process.h"
+#include "tests/client/window_test_support.h"
 #include "tests/rpc/test_certs.h"
 
 namespace attnscope::dashboard {
@@ -32,13 +33,9 @@ using testing::ServerProcess;
 constexpr char kToken[] = "dashboard-token-0123456789abcdef";
 constexpr int kLong = 90000;  // ms: loading a model on a busy 2-core machine
 
+// A TLS handshake on a busy machine: attempts wait up to 5 s.
 ConnectionOptions fastReconnect(const ConnectionSecurity& security) {
-  ConnectionOptions options;
-  options.initialBackoffMs = 100;
-  options.maxBackoffMs = 1000;
-  options.probeTimeoutMs = 5000;
-  options.security = security;
-  return options;
+  return testing::fastReconnect(security, 5000);
 }
 
 QString q(const std::string& s) { return QString::fromStdString(s); }
@@ -48,10 +45,7 @@ class DashboardSecurityTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QVERIFY(m_settingsDir.isValid());
-    QCoreApplication::setOrganizationName(QStringLiteral("attnscope-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("dashboard-security"));
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
+    QVERIFY(testing::useTestSettings(m_settingsDir, QStringLiteral("dashboard-security")));
     QVERIFY2(!attnscope::testing::MakeTestCerts().dir.empty(), "openssl failed");
     m_tokenFile = q(attnscope::testing::WriteSecretFile("dashboard-token",
                                                         std::string(kToken) + "\n"));

@@ -22,6 +22,7 @@
 #include "client/ui/send_panel.h"
 #include "tests/client/prompt_client.h"
 #include "tests/client/server_process.h"
+#include "tests/client/window_test_support.h"
 
 namespace attnscope::dashboard {
 namespace {
@@ -61,13 +62,7 @@ QStringList documentedShortcutKeys() {
   return keys;
 }
 
-ConnectionOptions fastReconnect() {
-  ConnectionOptions options;
-  options.initialBackoffMs = 100;
-  options.maxBackoffMs = 1000;
-  options.probeTimeoutMs = 2000;
-  return options;
-}
+using testing::fastReconnect;
 
 // False on NaN.
 bool near(double a, double b, double tol) { return std::fabs(a - b) <= tol; }
@@ -102,10 +97,8 @@ class DashboardShortcutsTest : public QObject {
 
  private Q_SLOTS:
   void initTestCase() {
-    QVERIFY(m_settingsDir.isValid() && m_modelDir.isValid());
-    QCoreApplication::setOrganizationName(QStringLiteral("attnscope-test"));
-    QCoreApplication::setApplicationName(QStringLiteral("dashboard-shortcuts"));
-    QSettings::setPath(QSettings::NativeFormat, QSettings::UserScope, m_settingsDir.path());
+    QVERIFY(testing::useTestSettings(m_settingsDir, QStringLiteral("dashboard-shortcuts")));
+    QVERIFY(m_modelDir.isValid());
     QVERIFY(writeChatModel(m_modelDir.path()));
     QVERIFY2(m_server.start(0, kLong,
                             {QStringLiteral("--model"),
