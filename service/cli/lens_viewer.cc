@@ -54,15 +54,9 @@ top tokens, the actual next token's probability and rank, and the entropy. Grey:
 (darkest: the row's largest weight; hover for the number). Tokens after the query are grey.</p>
 <div id="strip"></div>
 </div>
-<div id="tip"></div>
-<pre id="test-output"></pre>
-<script id="data" type="application/json">)PAGE";
+)PAGE";
 
-constexpr char kScript[] = R"PAGE(</script>
-<script>
-"use strict";
-const D = JSON.parse(document.getElementById("data").textContent);
-const $ = (id) => document.getElementById(id);
+constexpr char kScript[] = R"PAGE(const $ = (id) => document.getElementById(id);
 const L = D.num_layers, tokens = D.tokens;
 const shown = (t) => JSON.stringify(String(t)).slice(1, -1);
 const cut = (t, n) => { const s = shown(t); return s.length > n ? s.slice(0, n - 1) + "\u2026" : s; };
@@ -223,13 +217,21 @@ std::string ScriptSafeJson(const nlohmann::json& doc) {
       doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-std::string ViewerPageStart(const std::string& title, const std::string& style) {
+std::string ViewerPage(const std::string& title, const std::string& style,
+                       const std::string& body, const nlohmann::json& doc,
+                       const std::string& script) {
   return absl::StrCat("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>", title,
-                      "</title>\n<style>\n", kCommonStyle, style, "</style></head><body>");
+                      "</title>\n<style>\n", kCommonStyle, style, "</style></head><body>", body,
+                      "<div id=\"tip\"></div>\n<pre id=\"test-output\"></pre>\n"
+                      "<script id=\"data\" type=\"application/json\">",
+                      ScriptSafeJson(doc),
+                      "</script>\n<script>\n\"use strict\";\n"
+                      "const D = JSON.parse(document.getElementById(\"data\").textContent);\n",
+                      script);
 }
 
 std::string LensViewerHtml(const nlohmann::json& lens_json) {
-  return absl::StrCat(ViewerPageStart("attnscope lens", kStyle), kBody, ScriptSafeJson(lens_json), kScript);
+  return ViewerPage("attnscope lens", kStyle, kBody, lens_json, kScript);
 }
 
 }  // namespace attnscope::cli

@@ -16,9 +16,13 @@ namespace attnscope::cli {
 // of what the page drew into <pre id="test-output"> (the tests' hook).
 std::string LensViewerHtml(const nlohmann::json& lens_json);
 
-// The start of a page (doctype, <head>, <style> with the style the lens and
-// patch pages share, then `style`), up to and including <body>.
-std::string ViewerPageStart(const std::string& title, const std::string& style);
+// A self-contained page: <head> with the style the lens and patch pages share
+// then `style`; `body`; the tooltip and <pre id="test-output"> elements; `doc`
+// in <script id="data" type="application/json">; then a strict-mode script
+// that has read it into `D`, followed by `script`.
+std::string ViewerPage(const std::string& title, const std::string& style,
+                       const std::string& body, const nlohmann::json& doc,
+                       const std::string& script);
 
 // `doc` serialised for a <script type="application/json"> element: '<' (only
 // inside its strings) written as \u003c, so that no "</script>" ends it;

@@ -1,6 +1,5 @@
 #include "service/cli/patch_viewer.h"
 
-#include "absl/strings/str_cat.h"
 #include "service/cli/lens_viewer.h"
 
 namespace attnscope::cli {
@@ -18,15 +17,9 @@ constexpr char kBody[] = R"PAGE(
 recovery (patched - corrupted) / (clean - corrupted) of the metric: 1 = the clean run's metric,
 0 = no change. Hover over a cell for the metric and the tokens.</p>
 <div id="grid-wrap"><canvas id="grid"></canvas></div>
-<div id="tip"></div>
-<pre id="test-output"></pre>
-<script id="data" type="application/json">)PAGE";
+)PAGE";
 
-constexpr char kScript[] = R"PAGE(</script>
-<script>
-"use strict";
-const D = JSON.parse(document.getElementById("data").textContent);
-const P = D.patch, $ = (id) => document.getElementById(id);
+constexpr char kScript[] = R"PAGE(const P = D.patch, $ = (id) => document.getElementById(id);
 const heads = P.patched === "heads";
 const shown = (t) => JSON.stringify(String(t)).slice(1, -1);
 const cut = (t, n) => { const s = shown(t); return s.length > n ? s.slice(0, n - 1) + "\u2026" : s; };
@@ -115,7 +108,7 @@ std::string PatchViewerHtml(const nlohmann::json& patch_json,
   const nlohmann::json doc = {{"patch", patch_json},
                               {"clean_tokens", clean_tokens},
                               {"corrupted_tokens", corrupted_tokens}};
-  return absl::StrCat(ViewerPageStart("attnscope patch", kStyle), kBody, ScriptSafeJson(doc), kScript);
+  return ViewerPage("attnscope patch", kStyle, kBody, doc, kScript);
 }
 
 }  // namespace attnscope::cli
