@@ -34,6 +34,7 @@
 #include "bench/bench_support.h"
 #include "tests/common/real_checkpoint.h"
 #include "nlohmann/json.hpp"
+#include "bench/sgemm_floor.h"
 #include "service/model/gemm.h"
 
 namespace {
@@ -115,6 +116,46 @@ Need PyTorchNeed(const nlohmann::json& cfg, double checkpoint_bytes, double larg
   n.workspace = 2 * heads * tokens * tokens * 4 + 3 * tokens * inner * element;
   n.loading = largest_shard;
   return n;
+}
+
+// The FLOPs of one forward pass over T tokens: 2 T per weight of every
+// matrix product (the checkpoint's 2-D tensors but the token and position
+// embeddings, plus the head where it is the embedding's transpose), and the
+// causal attention's scores and weighted sums, 4 head_dim H L T(T+1)/2.
+double ForwardFlop(const std::string& dir, const nlohmann::json& cfg, int64_t t) {
+  double weights = 0;
+  bool head = false;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".safetensors") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    uint64_t header_len = 0;
+    in.read(reinterpret_cast<char*>(&header_len), 8);
+    std::string header(header_len, ' ');
+    in.read(header.data(), static_cast<std::streamsize>(header_len));
+    const auto h = nlohmann::json::parse(header, nullptr, false);
+    if (h.is_discarded()) continue;
+    for (const auto& [name, tensor] : h.items()) {
+      if (name == "__metadata__" || !tensor.contains("shape") || tensor["shape"].size() != 2) continue;
+      const bool embedding = name.find("embed_tokens") != std::string::npos ||
+                             name.find("embed_in") != std::string::npos ||
+                             name.find("embed_positions") != std::string::npos ||
+                             name.find("wte") != std::string::npos ||
+                             name.find("wpe") != std::string::npos;
+      if (embedding) continue;
+      if (name.find("lm_head") != std::string::npos || name.find("embed_out") != std::string::npos) {
+        head = true;
+      }
+      weights += tensor["shape"][0].get<double>() * tensor["shape"][1].get<double>();
+    }
+  }
+  const double width = cfg.value("hidden_size", 0.0), heads = cfg.value("num_attention_heads", 0.0);
+  const double layers = cfg.value("num_hidden_layers", 0.0);
+  if (!head) weights += cfg.value("vocab_size", 0.0) * width;
+  const double head_dim = cfg.contains("head_dim") && cfg["head_dim"].is_number()
+                              ? cfg["head_dim"].get<double>()
+                              : width / heads;
+  const double tokens = static_cast<double>(t);
+  return 2 * weights * tokens + 4 * head_dim * heads * layers * tokens * (tokens + 1) / 2;
 }
 
 double MemAvailableBytes() {
@@ -201,8 +242,15 @@ int main(int argc, char** argv) {
   }
   const double file_mib = DirBytes(dir) / 1048576.0;
   std::printf("checkpoint: %.0f MiB of BF16 safetensors\n\n", file_mib);
-  std::printf("%-44s %-8s %6s %9s %9s %10s %12s\n", "binary", "command", "T", "precision",
-              "wall s", "forward s", "peak RSS MiB");
+  std::ifstream config_stream(dir + "/config.json");
+  const nlohmann::json config = nlohmann::json::parse(config_stream, nullptr, false);
+  std::string isa;
+  const double peak_gflops = attnscope::bench::MeasureFmaPeak(std::stoi(threads), &isa);
+  std::printf("float32 FMA peak: %.0f GFLOP/s (%s, %s threads); bound = the forward's FLOPs at "
+              "that rate\n\n",
+              peak_gflops, isa.c_str(), threads.c_str());
+  std::printf("%-44s %-8s %6s %9s %9s %10s %12s %8s %9s\n", "binary", "command", "T", "precision",
+              "wall s", "forward s", "peak RSS MiB", "bound s", "fwd/bound");
   const std::string out_file = dir + "/.bench-out";
   for (const std::string& binary : binaries) {
     const Run models = Exec({binary, "models", "--model", dir}, out_file);
@@ -218,18 +266,26 @@ int main(int argc, char** argv) {
         const Run r = Exec({binary, "analyze", "--model", dir, "--ids-file", ids_file, "--json",
                             "--threads", threads, "--precision", precision},
                            out_file);
-        std::string forward = "-";
+        std::string forward = "-", ratio = "-";
+        const double bound = config.is_discarded() || !(peak_gflops > 0)
+                                 ? 0
+                                 : ForwardFlop(dir, config, std::stoll(t)) / (peak_gflops * 1e9);
         if (r.ok) {
           const auto j = nlohmann::json::parse(r.out, nullptr, false);
           if (!j.is_discarded() && j.contains("forward_seconds")) {
             char buf[32];
-            std::snprintf(buf, sizeof(buf), "%.2f", j["forward_seconds"].get<double>());
+            const double seconds = j["forward_seconds"].get<double>();
+            std::snprintf(buf, sizeof(buf), "%.2f", seconds);
             forward = buf;
+            if (bound > 0) {
+              std::snprintf(buf, sizeof(buf), "%.2f", seconds / bound);
+              ratio = buf;
+            }
           }
         }
-        std::printf("%-44s %-8s %6s %9s %9.2f %10s %12.0f%s\n", binary.c_str(), "analyze",
-                    t.c_str(), precision.c_str(), r.wall_s, forward.c_str(), r.peak_rss_mib,
-                    r.ok ? "" : "  FAILED");
+        std::printf("%-44s %-8s %6s %9s %9.2f %10s %12.0f %8.2f %9s%s\n", binary.c_str(), "analyze",
+                    t.c_str(), precision.c_str(), r.wall_s, forward.c_str(), r.peak_rss_mib, bound,
+                    ratio.c_str(), r.ok ? "" : "  FAILED");
         std::fflush(stdout);
       }
     }

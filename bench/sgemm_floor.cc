@@ -249,4 +249,6 @@ FloorResult MeasureSgemmFloor(const ModelShape& shape, int64_t tokens, int threa
   return result;
 }
 
+double MeasureFmaPeak(int threads, std::string* isa) { return FmaPeak(threads, isa); }
+
 }  // namespace attnscope::bench

@@ -33,4 +33,8 @@ struct FloorResult {
 // starts OpenMP before it forks others).
 FloorResult MeasureSgemmFloor(const ModelShape& shape, int64_t tokens, int threads);
 
+// The float32 FMA peak alone (GFLOP/s with `threads` threads; `isa` names
+// the vector width), 0 when the CPU has neither AVX-512 nor AVX2.
+double MeasureFmaPeak(int threads, std::string* isa);
+
 }  // namespace attnscope::bench
