@@ -3,7 +3,9 @@
 #include <ATen/Parallel.h>
 
 #include "absl/strings/str_cat.h"
+#include "service/core/parallel.h"
 #include "service/core/status_macros.h"
+#include "service/model/gemm.h"
 
 namespace attnscope::model {
 namespace {
@@ -293,26 +295,55 @@ at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Te
   return y.view(sizes);
 }
 
+namespace {
+
+// rows x k bfloat16 values (row stride `ld`) widened to float32 (exact: the
+// bits shifted up) into `out` (rows x k, dense), on the installed pool.
+void WidenRows(const at::BFloat16* w, int64_t ld, int64_t rows, int64_t k, float* out) {
+  core::ParallelFor(rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
+                    [&](int64_t begin, int64_t end) {
+                      for (int64_t r = begin; r < end; ++r) {
+                        const uint16_t* src = reinterpret_cast<const uint16_t*>(w + r * ld);
+                        uint32_t* dst = reinterpret_cast<uint32_t*>(out + r * k);
+                        for (int64_t j = 0; j < k; ++j) dst[j] = static_cast<uint32_t>(src[j]) << 16;
+                      }
+                    });
+}
+
+}  // namespace
+
 at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias) {
   const auto optional = [](const at::Tensor& t) {
     return t.defined() ? c10::optional<at::Tensor>(t) : c10::optional<at::Tensor>();
   };
   if (weight.scalar_type() != at::kBFloat16) return at::linear(x, weight, optional(bias));
   const int64_t n = weight.size(0), k = weight.size(1);
-  // Chunks of 16 MiB as float32: BLAS packs its operands again on every
-  // call, so fewer, larger calls than the packed path's cache-sized chunks.
+  if (!x.is_cpu() || !weight.is_cpu() || x.scalar_type() != at::kFloat || weight.stride(1) != 1) {
+    return at::linear(x, weight.to(at::kFloat), optional(bias));
+  }
+  // Chunks of rows of 16 MiB as float32: BLAS packs its operands again on
+  // every call, so fewer, larger calls than the packed path's cache-sized
+  // chunks. Each chunk is widened into the calling thread's scratch (reused:
+  // no allocation, no page faults) and multiplied straight into its columns
+  // of y.
   constexpr int64_t kChunkBytes = int64_t{16} << 20;
-  const int64_t per = std::max<int64_t>(64, kChunkBytes / (4 * k));
-  if (n <= per) return at::linear(x, weight.to(at::kFloat), optional(bias));
+  const int64_t per = std::min(n, std::max<int64_t>(64, kChunkBytes / (4 * k)));
+  const at::Tensor a = x.contiguous();
+  const int64_t m = a.numel() / k;
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = n;
   at::Tensor y = at::empty(sizes, x.options());
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(per * k)) scratch.resize(static_cast<size_t>(per * k));
+  const at::BFloat16* w = weight.data_ptr<at::BFloat16>();
+  const int64_t ld = weight.stride(0);
   for (int64_t r = 0; r < n; r += per) {
     const int64_t rows = std::min(per, n - r);
-    y.narrow(-1, r, rows)
-        .copy_(at::linear(x, weight.narrow(0, r, rows).to(at::kFloat),
-                          optional(bias.defined() ? bias.narrow(0, r, rows) : bias)));
+    WidenRows(w + r * ld, ld, rows, k, scratch.data());
+    Sgemm(/*b_transposed=*/true, m, rows, k, 1.0f, a.data_ptr<float>(), k, scratch.data(), k,
+          y.data_ptr<float>() + r, n);
   }
+  if (bias.defined()) y.add_(bias);
   return y;
 }
 
