@@ -41,7 +41,7 @@ case "$kind" in
     # each process start costs seconds, and the server side of TLS and
     # tokens stays covered by the other RpcSecurityTest cases here.
     select=(-E '^RpcSecurityTest\.(EveryRemoteCommandCarriesTls|ConnectionFailuresAreExplained|CliSendsTheToken|ServerSecurityFlagErrors|CliConnectionFlagErrors)')
-    expected_tests=277
+    expected_tests=278
     # halt_on_error: a UBSan report fails the test (it recovers by default).
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
@@ -53,8 +53,9 @@ case "$kind" in
     targets=(engine_test rpc_unit_test rpc_test tensor_cache_test analysis_test gemm_test)
     # What has threads: the tensor cache, the matrix products (primitives made
     # and run from several threads at once, and the primitive cache), the rpc
-    # unit tests of shared state (admission, the feed hub, the layer streamer,
-    # per-client stream counts), the engine's cancellation,
+    # unit tests of shared state (admission, the compute threads, the feed
+    # hub, the layer streamer, per-client stream counts), the engine's
+    # cancellation,
     # the statistics split over four std::threads (analysis_test; the TSan
     # build has no OpenMP, whose libgomp barriers TSan cannot see),
     # and the rpc_test cases that run the TSan server under concurrent,
@@ -66,7 +67,7 @@ case "$kind" in
     # One pattern per suite (SUITE\.) or case; the selection is their union,
     # anchored at the start of the test name. Each must match a test.
     patterns=('TensorCacheTest\.' 'PackedMatrix\.ThreadsAtOnce' 'PackedMatrix\.ManyShapesOutlive'
-              'Sgemm\.' 'Gemm\.' 'AdmissionTest\.' 'FeedHubTest\.' 'LayerStreamerTest\.'
+              'Sgemm\.' 'Gemm\.' 'AdmissionTest\.' 'ComputeThreadsTest\.' 'FeedHubTest\.' 'LayerStreamerTest\.'
               'ClientStreamsTest\.' 'GenerationCancelTest\.' 'LongPromptTest\.StatisticsOnThreads'
               'RpcTest\.ClientCancel' 'RpcTest\.DeadlineStops' 'RpcTest\.ConcurrentRequests'
               'RpcTest\.QueuedRequest' 'RpcTest\.SubscriberSees' 'RpcTest\.FeedCarries'
@@ -75,7 +76,7 @@ case "$kind" in
               'RpcTest\.GenerateStopsAtItsDeadline' 'RpcTest\.ConcurrentGenerate' 'RpcTest\.SlowSubscriber'
               'RpcTest\.MaxSubscribers' 'RpcTest\.ProbeCallsAreAdmissionLimited'
               'RpcTest\.EveryRequestIsRecorded' 'RpcTest\.PatchStopsWhenCancelled')
-    expected_tests=52
+    expected_tests=56
     select=(-R "^($(IFS='|'; echo "${patterns[*]}"))")
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
     ;;

@@ -98,7 +98,7 @@ absl::Status AnalyzerService::RunAnalyze(RequestScope& scope, const v1::AnalyzeR
   streamer.AttachTo(plan.settings);
   plan.settings.should_stop = [&] { return streamer.failed() || scope.ShouldStop(); };
   const auto compute_start = std::chrono::steady_clock::now();
-  auto run = engine::RunAnalysis(*bundle, prompt, plan.settings);
+  auto run = compute_.Call([&] { return engine::RunAnalysis(*bundle, prompt, plan.settings); });
   timings.set_compute_seconds(SecondsSince(compute_start));
   if (streamer.failed() || scope.ShouldStop()) {
     return scope.StopStatus(absl::StrCat("after ", streamer.layers_emitted(), " of ",

@@ -26,6 +26,7 @@ AnalyzerService::AnalyzerService(const ModelRegistry& models, metrics::ServiceMe
                    metrics_.SetInFlight(in_flight);
                    metrics_.SetQueued(queued);
                  }),
+      compute_(config.max_concurrent),
       client_streams_(config.max_streams_per_client),
       feed_(config.feed_queue, config.max_subscribers,
             [this](int64_t count) { metrics_.SetSubscribers(count); },

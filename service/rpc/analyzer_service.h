@@ -12,6 +12,7 @@
 #include "attnscope/v1/attnscope.grpc.pb.h"
 #include "service/metrics/service_metrics.h"
 #include "service/rpc/admission.h"
+#include "service/rpc/compute_threads.h"
 #include "service/rpc/client_streams.h"
 #include "service/rpc/feed_hub.h"
 #include "service/rpc/model_registry.h"
@@ -132,6 +133,8 @@ class AnalyzerService final : public attnscope::v1::Analyzer::Service {
   metrics::ServiceMetrics& metrics_;
   const ServiceConfig config_;
   AdmissionController admission_;
+  // Where admitted computations run (compute_threads.h).
+  ComputeThreads compute_;
   ClientStreams client_streams_;
   FeedHub feed_;
   DrainEnd drain_;

@@ -168,8 +168,10 @@ absl::Status AnalyzerService::RunEvaluateEviction(
   settings.should_stop = [&] { return write_failed || scope.ShouldStop(); };
   ProgressStream progress(settings, write);
   const auto compute_start = std::chrono::steady_clock::now();
-  auto results = engine::EvaluateEviction(
-      *bundle, prompt.ids, settings, [&](const engine::EvictionProgress& p) { progress.OnStep(p); });
+  auto results = compute_.Call([&] {
+    return engine::EvaluateEviction(*bundle, prompt.ids, settings,
+                                    [&](const engine::EvictionProgress& p) { progress.OnStep(p); });
+  });
   timings.set_compute_seconds(SecondsSince(compute_start));
   if (write_failed || scope.ShouldStop()) return scope.StopStatus("during the evaluation");
   if (!results.ok()) return results.status();

@@ -85,11 +85,13 @@ absl::Status AnalyzerService::RunGenerate(RequestScope& scope, const v1::Generat
   write(first);
   settings.should_stop = [&] { return write_failed || scope.ShouldStop(); };
   const auto compute_start = std::chrono::steady_clock::now();
-  auto result = engine::Generate(*bundle, prompt, settings, [&](const engine::GeneratedToken& t) {
-    v1::GenerateEvent event;
-    *event.mutable_token() = GeneratedTokenToProto(t);
-    write(event);
-    scope.PublishToken(FeedToken(t));
+  auto result = compute_.Call([&] {
+    return engine::Generate(*bundle, prompt, settings, [&](const engine::GeneratedToken& t) {
+      v1::GenerateEvent event;
+      *event.mutable_token() = GeneratedTokenToProto(t);
+      write(event);
+      scope.PublishToken(FeedToken(t));
+    });
   });
   const double compute = SecondsSince(compute_start);
   timings.set_compute_seconds(compute);

@@ -85,7 +85,7 @@ absl::Status AnalyzerService::RunLensCall(RequestScope& scope, const v1::LensReq
   };
   settings.should_stop = [&] { return write_failed || scope.ShouldStop(); };
   const auto compute_start = std::chrono::steady_clock::now();
-  auto run = engine::RunLens(*bundle, prompt, settings);
+  auto run = compute_.Call([&] { return engine::RunLens(*bundle, prompt, settings); });
   timings.set_compute_seconds(SecondsSince(compute_start));
   if (write_failed || scope.ShouldStop()) return scope.StopStatus("during the forward pass");
   if (!run.ok()) return run.status();
@@ -169,7 +169,8 @@ absl::Status AnalyzerService::RunPatchCall(RequestScope& scope, const v1::PatchR
   };
   settings.should_stop = [&] { return write_failed || scope.ShouldStop(); };
   const auto compute_start = std::chrono::steady_clock::now();
-  auto run = engine::RunPatching(*bundle, clean, *corrupted, settings);
+  auto run =
+      compute_.Call([&] { return engine::RunPatching(*bundle, clean, *corrupted, settings); });
   timings.set_compute_seconds(SecondsSince(compute_start));
   if (write_failed || scope.ShouldStop()) return scope.StopStatus("during the patched passes");
   if (!run.ok()) return run.status();

@@ -58,7 +58,8 @@ absl::Status AnalyzerService::RunScanHeads(RequestScope& scope, const v1::HeadSc
       ResolveProbe(request.probe(), *bundle, model_name, config_.max_prompt_tokens));
   ATTNSCOPE_ASSIGN_OR_RETURN(AdmissionController::Slot slot, AdmitSlot(scope, model_name));
   const auto start = std::chrono::steady_clock::now();
-  auto scan = engine::ScanHeads(*bundle->model, probe, 0, [&] { return scope.ShouldStop(); });
+  auto scan = compute_.Call(
+      [&] { return engine::ScanHeads(*bundle->model, probe, 0, [&] { return scope.ShouldStop(); }); });
   if (scope.ShouldStop()) return scope.StopStatus("during the forward pass");
   if (!scan.ok()) return scan.status();
   const model::ModelConfig& config = bundle->config();
@@ -82,8 +83,10 @@ absl::Status AnalyzerService::RunAblate(RequestScope& scope, const v1::AblateReq
       ResolveProbe(request.probe(), *bundle, model_name, config_.max_prompt_tokens));
   ATTNSCOPE_ASSIGN_OR_RETURN(AdmissionController::Slot slot, AdmitSlot(scope, model_name));
   const auto start = std::chrono::steady_clock::now();
-  auto rows = engine::AblationTable(*bundle->model, probe, plan.heads, plan.mode,
-                                    [&] { return scope.ShouldStop(); });
+  auto rows = compute_.Call([&] {
+    return engine::AblationTable(*bundle->model, probe, plan.heads, plan.mode,
+                                 [&] { return scope.ShouldStop(); });
+  });
   if (scope.ShouldStop()) return scope.StopStatus("during the forward passes");
   if (!rows.ok()) return rows.status();
   response->set_model(model_name);
