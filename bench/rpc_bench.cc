@@ -4,9 +4,12 @@
 // 4 and 16 concurrent clients (each on its own channel) against the server's
 // default admission limits (4 computing, the rest queued).
 //
-// Usage: rpc_bench [--quick] [-- server flags...]
-//   --quick: fewer runs and 1 s per throughput row; flags after "--" go to
-//   attnscope-server (e.g. -- --max-concurrent 1 --threads 2).
+// Usage: rpc_bench [--quick] [--model DIR] [--tokens 64,512] [--runs N]
+//                  [--threads N] [--latency-only] [-- server flags...]
+//   --quick: fewer runs and 1 s per throughput row; --model: another model
+//   directory (a real-size checkpoint: real_size_bench --dir writes one);
+//   --threads: the compute threads of both sides (the server's --threads);
+//   flags after "--" go to attnscope-server (e.g. -- --max-concurrent 1).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -30,6 +33,7 @@
 #include "service/engine/analysis_run.h"
 #include "service/engine/model_bundle.h"
 #include "service/engine/prompt.h"
+#include "service/model/language_model.h"
 
 extern char** environ;
 
@@ -95,13 +99,19 @@ struct Server {
   }
 };
 
-// One whole Analyze call; false on any error.
-bool AnalyzeOnce(v1::Analyzer::Stub& stub, const v1::AnalyzeRequest& request) {
+// One whole Analyze call; false on any error. `timings`: the server's own,
+// from the summary.
+bool AnalyzeOnce(v1::Analyzer::Stub& stub, const v1::AnalyzeRequest& request,
+                 v1::Timings* timings = nullptr) {
   grpc::ClientContext context;
   auto reader = stub.Analyze(&context, request);
   v1::AnalyzeEvent event;
   bool summary = false;
-  while (reader->Read(&event)) summary = summary || event.has_summary();
+  while (reader->Read(&event)) {
+    if (!event.has_summary()) continue;
+    summary = true;
+    if (timings != nullptr) *timings = event.summary().timings();
+  }
   return reader->Finish().ok() && summary;
 }
 
@@ -111,11 +121,14 @@ v1::AnalyzeRequest Request(const std::vector<int64_t>& ids) {
   return request;
 }
 
+// In-process and served runs alternating; the medians of the in-process
+// wall, the client's wall and the server's compute_seconds and
+// total_seconds (from receipt to the last event) of the same calls.
 void Latency(const engine::ModelBundle& bundle, v1::Analyzer::Stub& stub, int64_t t, int runs) {
   const std::vector<int64_t> ids = RandomIds(t, bundle.config().vocab_size);
   const engine::Prompt prompt = *engine::PromptFromIds(bundle, ids);
   const v1::AnalyzeRequest request = Request(ids);
-  std::vector<double> local, remote;
+  std::vector<double> local, remote, compute, total;
   (void)engine::RunAnalysis(bundle, prompt, {});  // warm-up
   (void)AnalyzeOnce(stub, request);
   for (int i = 0; i < runs; ++i) {
@@ -123,12 +136,16 @@ void Latency(const engine::ModelBundle& bundle, v1::Analyzer::Stub& stub, int64_
     if (!engine::RunAnalysis(bundle, prompt, {}).ok()) return;
     local.push_back(Since(start));
     start = Clock::now();
-    if (!AnalyzeOnce(stub, request)) return;
+    v1::Timings timings;
+    if (!AnalyzeOnce(stub, request, &timings)) return;
     remote.push_back(Since(start));
+    compute.push_back(timings.compute_seconds());
+    total.push_back(timings.total_seconds());
   }
   const double l = Median(local) * 1e3, r = Median(remote) * 1e3;
-  std::printf("%5ld %14.2f %12.2f %13.2f %9.1f%%\n", static_cast<long>(t), l, r, r - l,
-              100.0 * (r - l) / l);
+  std::printf("%5ld %14.2f %12.2f %13.2f %9.1f%% %8.3f %12.2f %10.2f\n", static_cast<long>(t), l,
+              r, r - l, 100.0 * (r - l) / l, r / l, Median(compute) * 1e3, Median(total) * 1e3);
+  std::fflush(stdout);
 }
 
 void Throughput(const std::string& address, int64_t t, int64_t vocab, int clients,
@@ -160,8 +177,25 @@ void Throughput(const std::string& address, int64_t t, int64_t vocab, int client
               static_cast<long>(failed.load()));
 }
 
-int Main(bool quick, const std::vector<std::string>& server_flags) {
-  auto bundle = engine::LoadModelBundle(engine::DefaultModelDirectory());
+struct Options {
+  bool quick = false, latency_only = false;
+  std::string model = engine::DefaultModelDirectory();
+  std::vector<int64_t> tokens = {64, 512};
+  int runs = 0;     // 0: 3 with --quick, else 15
+  int threads = 0;  // 0: each side's default
+};
+
+int Main(const Options& o, std::vector<std::string> server_flags) {
+  if (o.threads > 0) {
+    model::SetComputeThreads(o.threads);
+    server_flags.push_back("--threads");
+    server_flags.push_back(std::to_string(o.threads));
+  }
+  server_flags.push_back("--model");
+  server_flags.push_back("bench=" + o.model);
+  const bool quick = o.quick;
+  const int runs = o.runs > 0 ? o.runs : quick ? 3 : 15;
+  auto bundle = engine::LoadModelBundle(o.model);
   if (!bundle.ok()) {
     std::fprintf(stderr, "rpc_bench: %s\n", std::string(bundle.status().message()).c_str());
     return 1;
@@ -177,17 +211,19 @@ int Main(bool quick, const std::vector<std::string>& server_flags) {
   std::string flags;
   for (const std::string& f : server_flags) flags += " " + f;
   std::printf("rpc_bench: %s (%ld layers, %ld heads), server on %s, flags:%s\n\n",
-              engine::DefaultModelDirectory().c_str(), static_cast<long>(config.num_layers),
+              o.model.c_str(), static_cast<long>(config.num_layers),
               static_cast<long>(config.num_heads), server.address.c_str(),
               flags.empty() ? " (defaults)" : flags.c_str());
-  std::printf("Analyze latency, median of %d runs\n", quick ? 3 : 15);
-  std::printf("%5s %14s %12s %13s %10s\n", "T", "in-process ms", "gRPC ms", "overhead ms",
-              "overhead");
-  for (int64_t t : {64, 512}) Latency(**bundle, *stub, t, quick ? 3 : 15);
+  std::printf("Analyze latency, median of %d runs (alternating); compute and total ms: the "
+              "server's own timings of the served runs\n", runs);
+  std::printf("%5s %14s %12s %13s %10s %8s %12s %10s\n", "T", "in-process ms", "gRPC ms",
+              "overhead ms", "overhead", "ratio", "compute ms", "total ms");
+  for (int64_t t : o.tokens) Latency(**bundle, *stub, t, runs);
+  if (o.latency_only) return 0;
   std::printf("\nThroughput over gRPC (clients send for %.0f s, then finish their call)\n",
               quick ? 1.0 : 4.0);
   std::printf("%5s %8s %12s %14s %8s\n", "T", "clients", "requests/s", "median ms", "failed");
-  for (int64_t t : {64, 512}) {
+  for (int64_t t : o.tokens) {
     for (int clients : {1, 4, 16}) {
       Throughput(server.address, t, config.vocab_size, clients, quick ? 1.0 : 4.0);
     }
@@ -199,18 +235,38 @@ int Main(bool quick, const std::vector<std::string>& server_flags) {
 }  // namespace attnscope::bench
 
 int main(int argc, char** argv) {
-  bool quick = false;
+  attnscope::bench::Options o;
   std::vector<std::string> server_flags;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--") == 0) {
+    const std::string flag = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (flag == "--quick") {
+      o.quick = true;
+    } else if (flag == "--latency-only") {
+      o.latency_only = true;
+    } else if (flag == "--model" && has_value) {
+      o.model = argv[++i];
+    } else if (flag == "--tokens" && has_value) {
+      o.tokens.clear();
+      std::string list = argv[++i];
+      for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        o.tokens.push_back(std::stoll(list.substr(at, comma - at)));
+        at = comma + 1;
+      }
+    } else if (flag == "--runs" && has_value) {
+      o.runs = std::stoi(argv[++i]);
+    } else if (flag == "--threads" && has_value) {
+      o.threads = std::stoi(argv[++i]);
+    } else if (flag == "--") {
       server_flags.assign(argv + i + 1, argv + argc);
       break;
     } else {
-      std::fprintf(stderr, "usage: rpc_bench [--quick] [-- server flags...]\n");
+      std::fprintf(stderr,
+                   "usage: rpc_bench [--quick] [--model DIR] [--tokens 64,512] [--runs N] "
+                   "[--threads N] [--latency-only] [-- server flags...]\n");
       return 2;
     }
   }
-  return attnscope::bench::Main(quick, server_flags);
+  return attnscope::bench::Main(o, server_flags);
 }
