@@ -235,6 +235,8 @@ int main(int argc, char** argv) {
               attnscope::bench::CpuName().c_str(), attnscope::bench::LoadAverage().c_str(),
               threads.c_str(), attnscope::model::GemmDescription().c_str());
   if (!std::filesystem::exists(dir + "/config.json")) {
+    std::error_code made;
+    std::filesystem::create_directories(dir, made);
     const auto t0 = std::chrono::steady_clock::now();
     if (attnscope::testing::WriteRealCheckpoint(model, dir, RealCheckpointOptions{}) < 0) return 1;
     std::printf("wrote %s in %.1f s\n", dir.c_str(),
