@@ -5,9 +5,9 @@
 // land on different, often new, threads. A forward pass on a new thread
 // pays for everything libtorch and the model keep per thread: a new OpenMP
 // team, the scratch that bfloat16 weights are widened into, an allocator
-// arena whose freed memory went back to the system. On the Qwen2.5-0.5B
-// shape that made a served analysis ~20% slower than the same analysis in
-// process. Here a fixed set of threads lives as long as the service, and
+// arena whose freed memory went back to the system, and served analyses
+// were slower than the same analyses in process (docs/performance.md, "The
+// service"). Here a fixed set of threads lives as long as the service, and
 // every admitted computation runs on one of them.
 #pragma once
 

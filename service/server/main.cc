@@ -114,8 +114,7 @@ int Serve(ServerFlags flags, const sigset_t& signals) {
   // Loaded on a thread that then ends, and with it the OpenMP team its
   // parallel work started: an idle team left on this thread would make
   // libgomp count more threads than cores and stop spinning between the
-  // compute threads' parallel regions (a served analysis ~10% slower than
-  // in process).
+  // compute threads' parallel regions (docs/performance.md, "The service").
   absl::Status loaded;
   std::thread([&] { loaded = LoadModels(flags, &registry); }).join();
   if (!loaded.ok()) return Fail(std::string(loaded.message()));
