@@ -1,5 +1,6 @@
 #include "service/core/vector_math.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +22,8 @@ struct Lanes {
   typedef float F __attribute__((vector_size(N * 4)));
   typedef int32_t I __attribute__((vector_size(N * 4)));
   typedef double D __attribute__((vector_size(N * 4)));
+  typedef uint16_t H __attribute__((vector_size(N * 2)));  // bfloat16 bits
+  typedef uint32_t U __attribute__((vector_size(N * 4)));
   // Float partial sums are flushed to double every kFlush steps: each lane
   // sums 8 terms in float (64 terms a flush with 8 lanes, 128 with 16, the
   // per-lane rounding the 8-lane kernels always had; every 4 steps with 16
@@ -350,6 +353,54 @@ INLINE double SumSquaresBody(const float* x, int64_t n) {
   return s;
 }
 
+// N bfloat16 values at p widened (exactly) to N floats.
+template <int N>
+INLINE typename Lanes<N>::F LoadBf16(const uint16_t* p) {
+  using H = typename Lanes<N>::H;
+  using U = typename Lanes<N>::U;
+  H h;
+  std::memcpy(&h, p, sizeof h);
+  const U u = __builtin_convertvector(h, U) << 16;
+  typename Lanes<N>::F f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+INLINE float Bf16ToFloat(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Up to kMaxDotRows rows of x against one bfloat16 row w: two float
+// accumulators a row (two FMA chains in flight), summed at the end.
+constexpr int64_t kMaxDotRows = 4;
+
+template <int N>
+INLINE void Bf16RowDotsBody(const float* x, int64_t ldx, int64_t m, const uint16_t* w,
+                            int64_t k, float* y, int64_t ldy) {
+  using F = typename Lanes<N>::F;
+  F a[kMaxDotRows] = {}, b[kMaxDotRows] = {};
+  int64_t j = 0;
+  for (; j + 2 * N <= k; j += 2 * N) {
+    const F w0 = LoadBf16<N>(w + j), w1 = LoadBf16<N>(w + j + N);
+    for (int64_t i = 0; i < m; ++i) {
+      a[i] += Load<N>(x + i * ldx + j) * w0;
+      b[i] += Load<N>(x + i * ldx + j + N) * w1;
+    }
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    const F s = a[i] + b[i];
+    float lanes[N];
+    std::memcpy(lanes, &s, sizeof lanes);
+    float total = 0.0f;
+    for (int l = 0; l < N; ++l) total += lanes[l];
+    for (int64_t t = j; t < k; ++t) total += x[i * ldx + t] * Bf16ToFloat(w[t]);
+    y[i * ldy] = total;
+  }
+}
+
 // Whether any lane of a comparison's mask is set: its 64-bit words ORed.
 template <int N>
 INLINE bool AnyLane(typename Lanes<N>::I mask) {
@@ -463,6 +514,10 @@ ATTNSCOPE_KERNEL(AttentionRowSums, AttentionRowSums,
                  (const float* p, const float* w, int64_t n, double* column), (p, w, n, column))
 ATTNSCOPE_KERNEL(LogitRowStats, LogitRow, (const float* z, int64_t n), (z, n))
 ATTNSCOPE_KERNEL(double, SumSquares, (const float* x, int64_t n), (x, n))
+ATTNSCOPE_KERNEL(void, Bf16RowDots,
+                 (const float* x, int64_t ldx, int64_t m, const uint16_t* w, int64_t k, float* y,
+                  int64_t ldy),
+                 (x, ldx, m, w, k, y, ldy))
 ATTNSCOPE_KERNEL(int64_t, TopK, (const float* x, int64_t n, int64_t k, int64_t* idx),
                  (x, n, k, idx))
 
@@ -489,6 +544,13 @@ LogitRowStats LogitRow(const float* z, int64_t n) { return LogitRowBest(z, n); }
 double SumSquares(const float* x, int64_t n) { return SumSquaresBest(x, n); }
 
 int64_t TopK(const float* x, int64_t n, int64_t k, int64_t* idx) { return TopKBest(x, n, k, idx); }
+
+void Bf16RowDots(const float* x, int64_t ldx, int64_t m, const uint16_t* w, int64_t k, float* y,
+                 int64_t ldy) {
+  for (int64_t i = 0; i < m; i += kMaxDotRows) {
+    Bf16RowDotsBest(x + i * ldx, ldx, std::min(kMaxDotRows, m - i), w, k, y + i * ldy, ldy);
+  }
+}
 
 }  // namespace attnscope::vmath
 

@@ -68,4 +68,13 @@ double SumSquares(const float* x, int64_t n);
 // current k-th largest are skipped after one vector compare.
 int64_t TopK(const float* x, int64_t n, int64_t k, int64_t* idx);
 
+// The products of the m rows of x (m x k floats, row stride ldx) with one
+// row w of k bfloat16 values, each widened exactly to float:
+// y[i * ldy] = sum_j x[i * ldx + j] * w[j], summed in float as a float32
+// matrix product sums (in another order). A decoding step's few rows
+// against bfloat16 weights read each weight once this way, instead of
+// widening the whole matrix first.
+void Bf16RowDots(const float* x, int64_t ldx, int64_t m, const uint16_t* w, int64_t k, float* y,
+                 int64_t ldy);
+
 }  // namespace attnscope::vmath

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "service/core/parallel.h"
 #include "service/core/status_macros.h"
+#include "service/core/vector_math.h"
 #include "service/model/gemm.h"
 
 namespace attnscope::model {
@@ -327,16 +328,31 @@ at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at
   // no allocation, no page faults) and multiplied straight into its columns
   // of y.
   constexpr int64_t kChunkBytes = int64_t{16} << 20;
+  // Up to this many rows (decoding), no widened copy at all: dot products
+  // on the bfloat16 rows (vmath::Bf16RowDots).
+  constexpr int64_t kDotRows = 8;
   const int64_t per = std::min(n, std::max<int64_t>(64, kChunkBytes / (4 * k)));
   const at::Tensor a = x.contiguous();
   const int64_t m = a.numel() / k;
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes.back() = n;
   at::Tensor y = at::empty(sizes, x.options());
-  thread_local std::vector<float> scratch;
-  if (scratch.size() < static_cast<size_t>(per * k)) scratch.resize(static_cast<size_t>(per * k));
   const at::BFloat16* w = weight.data_ptr<at::BFloat16>();
   const int64_t ld = weight.stride(0);
+  if (m <= kDotRows) {
+    // A decoding step: each weight row read once, widened in registers.
+    const float* xs = a.data_ptr<float>();
+    float* ys = y.data_ptr<float>();
+    core::ParallelFor(n, 64, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        vmath::Bf16RowDots(xs, k, m, reinterpret_cast<const uint16_t*>(w + r * ld), k, ys + r, n);
+      }
+    });
+    if (bias.defined()) y.add_(bias);
+    return y;
+  }
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(per * k)) scratch.resize(static_cast<size_t>(per * k));
   for (int64_t r = 0; r < n; r += per) {
     const int64_t rows = std::min(per, n - r);
     WidenRows(w + r * ld, ld, rows, k, scratch.data());

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -199,6 +201,55 @@ TEST(VectorMathTest, SumSquaresInDouble) {
     for (float v : x) want += static_cast<double>(v) * v;
     EXPECT_NEAR(SumSquares(x.data(), n), want, 1e-12 * want) << n;
   }
+}
+
+// The bits of the bfloat16 nearest below |v| (any bfloat16 value will do).
+uint16_t Bf16Bits(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+float Bf16Value(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+TEST(VectorMathTest, Bf16RowDotsMatchDoubleForEveryRowCountAndTail) {
+  for (int64_t k : {1, 7, 16, 17, 63, 896, 4864}) {
+    for (int64_t m : {1, 2, 4, 5, 9}) {
+      const int64_t ldx = k + 3, ldy = 2;  // strided rows in and out
+      const std::vector<float> x = Normal(m * ldx, 1.0f, 11);
+      std::vector<uint16_t> w;
+      for (float v : Normal(k, 0.05f, 12)) w.push_back(Bf16Bits(v));
+      std::vector<float> y(static_cast<size_t>(m * ldy), -7.0f);
+      Bf16RowDots(x.data(), ldx, m, w.data(), k, y.data(), ldy);
+      for (int64_t i = 0; i < m; ++i) {
+        double want = 0, magnitude = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          const double term = static_cast<double>(x[i * ldx + j]) * Bf16Value(w[j]);
+          want += term;
+          magnitude += std::fabs(term);
+        }
+        // Float sums of about k / 8 terms a lane.
+        const double tol = (static_cast<double>(k) / 8 + 8) * 6e-8 * magnitude;
+        const double got = y[i * ldy];
+        if (!(std::fabs(got - want) <= tol)) {
+          ADD_FAILURE() << "k " << k << " m " << m << " row " << i << ": " << got << " vs " << want;
+        }
+        EXPECT_EQ(y[i * ldy + 1], -7.0f) << "wrote between the rows";
+      }
+    }
+  }
+  // A NaN weight makes every row's product NaN.
+  const std::vector<float> x = Normal(2 * 40, 1.0f, 13);
+  std::vector<uint16_t> w(40, Bf16Bits(0.5f));
+  w[37] = 0x7fc0;  // a bfloat16 NaN, in the tail after the vector body
+  float y[2] = {0.0f, 0.0f};
+  Bf16RowDots(x.data(), 40, 2, w.data(), 40, y, 1);
+  EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
 }
 
 TEST(VectorMathTest, TopKIsPartialSortWithLowerIndexFirstOnTies) {
