@@ -366,13 +366,6 @@ INLINE typename Lanes<N>::F LoadBf16(const uint16_t* p) {
   return f;
 }
 
-INLINE float Bf16ToFloat(uint16_t bits) {
-  const uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
 // Up to kMaxDotRows rows of x against one bfloat16 row w: two float
 // accumulators a row (two FMA chains in flight), summed at the end.
 constexpr int64_t kMaxDotRows = 4;

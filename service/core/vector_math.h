@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 namespace attnscope::vmath {
 
@@ -67,6 +68,15 @@ double SumSquares(const float* x, int64_t n);
 // are never picked ahead of a number. One pass; blocks of 16 below the
 // current k-th largest are skipped after one vector compare.
 int64_t TopK(const float* x, int64_t n, int64_t k, int64_t* idx);
+
+// A bfloat16 value, given by its bits, as a float (exact: the bits shifted
+// up).
+inline float Bf16ToFloat(uint16_t bits) {
+  const uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
 
 // The products of the m rows of x (m x k floats, row stride ldx) with one
 // row w of k bfloat16 values, each widened exactly to float:

@@ -18,6 +18,7 @@
 
 #include "dnnl.hpp"
 #include "service/core/parallel.h"
+#include "service/core/vector_math.h"
 #include "service/model/blas_info.h"
 
 namespace attnscope::model {
@@ -86,13 +87,6 @@ struct ThreadScratch {
 ThreadScratch& Scratch() {
   thread_local ThreadScratch scratch;
   return scratch;
-}
-
-float Bf16BitsToFloat(uint16_t bits) {
-  const uint32_t u = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
 }
 
 uint16_t ToBf16(float f) {
@@ -621,7 +615,7 @@ void PackedMatrix::GatherRows(const int64_t* ids, int64_t count, float* out) con
       for (int64_t j = 0; j < k_; ++j) dst[j] = src[column[j]];
     } else {
       const uint16_t* src = static_cast<const uint16_t*>(c.packed.get_data_handle()) + row;
-      for (int64_t j = 0; j < k_; ++j) dst[j] = Bf16BitsToFloat(src[column[j]]);
+      for (int64_t j = 0; j < k_; ++j) dst[j] = vmath::Bf16ToFloat(src[column[j]]);
     }
   }
 }
@@ -643,7 +637,7 @@ void PackedMatrix::Multiply(const float* x, int64_t m, int64_t ldx, const float*
       ldx = k_;
     } else if (asked == PackedType::kBfloat16) {
       src = DenseRows(Scratch().dense, x, m, k_, ldx,
-                      [](float v) { return Bf16BitsToFloat(ToBf16(v)); });
+                      [](float v) { return vmath::Bf16ToFloat(ToBf16(v)); });
       ldx = k_;
     } else if (ldx != k_) {
       src = DenseRows(Scratch().dense, x, m, k_, ldx, [](float v) { return v; });
