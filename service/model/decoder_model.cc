@@ -373,9 +373,8 @@ at::Tensor DecoderModel::Logits(const at::Tensor& x, const PassState& pass) cons
           ? PackedLinear(rows, *packed, {}, Epilogue::kNone,
                          pass.bf16 ? Operands::kStored : Operands::kFloat32)
       : pass.bf16         ? LinearBf16(rows, head)
-      : stored            ? WidenedLinear(rows, w_.head, {})
-      : rows.size(0) == 1 ? at::mv(w_.head, rows[0]).unsqueeze(0)
-                          : at::mm(rows, w_.head.t());
+      : stored || rows.size(0) > 1 ? WidenedLinear(rows, w_.head, {})
+                                   : at::mv(w_.head, rows[0]).unsqueeze(0);
   if (spec_.final_softcap > 0) {
     logits = at::tanh(logits / spec_.final_softcap) * spec_.final_softcap;
   }

@@ -7,6 +7,7 @@
 #include "service/core/status_macros.h"
 #include "service/core/vector_math.h"
 #include "service/model/gemm.h"
+#include "service/model/panel_gemm.h"
 
 namespace attnscope::model {
 namespace {
@@ -317,20 +318,35 @@ at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at
   const auto optional = [](const at::Tensor& t) {
     return t.defined() ? c10::optional<at::Tensor>(t) : c10::optional<at::Tensor>();
   };
+  // Up to this many rows (decoding), no widened copy at all: dot products
+  // on the bfloat16 rows (vmath::Bf16RowDots).
+  constexpr int64_t kDotRows = 8;
+  const bool plain = x.is_cpu() && weight.is_cpu() && x.scalar_type() == at::kFloat &&
+                     weight.dim() == 2 && weight.stride(1) == 1;
+  if (weight.scalar_type() == at::kFloat && plain && PanelProducts() &&
+      x.numel() > kDotRows * weight.size(1)) {
+    // The same kernel as for bfloat16 weights: a BF16 checkpoint and an F32
+    // one holding the same values give the same bits.
+    const int64_t n = weight.size(0), k = weight.size(1);
+    const at::Tensor a = x.contiguous();
+    const int64_t m = a.numel() / k;
+    std::vector<int64_t> sizes = x.sizes().vec();
+    sizes.back() = n;
+    at::Tensor y = at::empty(sizes, x.options());
+    PanelGemm(a.data_ptr<float>(), m, k, weight.data_ptr<float>(), PanelWeights::kFloat32, n, k,
+              weight.stride(0), y.data_ptr<float>(), n);
+    if (bias.defined()) y.add_(bias);
+    return y;
+  }
   if (weight.scalar_type() != at::kBFloat16) return at::linear(x, weight, optional(bias));
   const int64_t n = weight.size(0), k = weight.size(1);
-  if (!x.is_cpu() || !weight.is_cpu() || x.scalar_type() != at::kFloat || weight.stride(1) != 1) {
-    return at::linear(x, weight.to(at::kFloat), optional(bias));
-  }
+  if (!plain) return at::linear(x, weight.to(at::kFloat), optional(bias));
   // Chunks of rows of 16 MiB as float32: BLAS packs its operands again on
   // every call, so fewer, larger calls than the packed path's cache-sized
   // chunks. Each chunk is widened into the calling thread's scratch (reused:
   // no allocation, no page faults) and multiplied straight into its columns
   // of y.
   constexpr int64_t kChunkBytes = int64_t{16} << 20;
-  // Up to this many rows (decoding), no widened copy at all: dot products
-  // on the bfloat16 rows (vmath::Bf16RowDots).
-  constexpr int64_t kDotRows = 8;
   const int64_t per = std::min(n, std::max<int64_t>(64, kChunkBytes / (4 * k)));
   const at::Tensor a = x.contiguous();
   const int64_t m = a.numel() / k;
@@ -348,6 +364,13 @@ at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at
         vmath::Bf16RowDots(xs, k, m, reinterpret_cast<const uint16_t*>(w + r * ld), k, ys + r, n);
       }
     });
+    if (bias.defined()) y.add_(bias);
+    return y;
+  }
+  if (PanelProducts()) {
+    // Widened while packed, block by block, inside the product's kernel.
+    PanelGemm(a.data_ptr<float>(), m, k, w, PanelWeights::kBfloat16, n, k, ld, y.data_ptr<float>(),
+              n);
     if (bias.defined()) y.add_(bias);
     return y;
   }

@@ -107,9 +107,11 @@ at::Tensor Linear(const at::Tensor& x, const LinearWeights& w);
 at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Tensor& bias,
                         Epilogue epilogue, Operands operands);
 
-// y = x W^T (+ b) in float32 for an unpacked W: a bfloat16 W is widened to
-// float32 (exactly) in chunks of rows of at most 16 MiB (as float32) just
-// before their products, so that no float32 copy of it is kept.
+// y = x W^T (+ b) in float32 for an unpacked W. A bfloat16 W is never
+// copied whole to float32: up to 8 rows of x take dot products on its
+// bfloat16 rows; more go through PanelGemm, which widens W (exactly) block
+// by block while it packs it (where PanelProducts(); elsewhere chunks of at
+// most 16 MiB as float32 are widened just before their BLAS products).
 at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias);
 
 // activation(x W^T + b) in one product where `w` is packed (the activation

@@ -20,6 +20,7 @@
 #include "service/core/parallel.h"
 #include "service/core/vector_math.h"
 #include "service/model/blas_info.h"
+#include "service/model/panel_gemm.h"
 
 namespace attnscope::model {
 namespace {
@@ -275,6 +276,12 @@ PrimitiveCache& Primitives() {
 
 GemmBackend ChosenGemmBackend() { return TheChoice().backend; }
 
+bool PanelProducts() {
+  static const bool panel = TheChoice().backend == GemmBackend::kBlas &&
+                            TheChoice().asked != "blas" && PanelGemmAvailable();
+  return panel;
+}
+
 bool OneDnnHasAvx512() { return HasIsa(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core); }
 
 std::string GemmDescription() {
@@ -289,6 +296,7 @@ std::string GemmDescription() {
   } else {
     const std::string core = BlasCoreName();
     line = core.empty() ? "BLAS" : "BLAS (OpenBLAS " + core + ")";
+    if (PanelProducts()) line += "; weights: own AVX2 kernel (BF16 widened while packed)";
   }
   if (!c.asked.empty()) line += "; ATTNSCOPE_GEMM=" + c.asked;
   if (c.unknown) line += " is not one of auto, onednn, blas: auto";

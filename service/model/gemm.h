@@ -12,7 +12,13 @@
 // docs/performance-history.md, "Measurements behind choices in the code").
 // On CPUs without AVX-512 the BLAS multiplies.
 //
-// ATTNSCOPE_GEMM=auto (the default) | onednn | blas chooses.
+// On the BLAS path, the model's weight matrices (float32, or bfloat16
+// widened while packed) are multiplied by the project's own kernel
+// (panel_gemm.h) where the CPU has AVX2 and FMA; the attention's products
+// stay with BLAS.
+//
+// ATTNSCOPE_GEMM=auto (the default) | onednn | blas chooses; blas also
+// multiplies the weights by BLAS (bfloat16 ones after widening chunks).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +37,10 @@ GemmBackend ChosenGemmBackend();
 // True when oneDNN's effective instruction set is AVX-512 (avx512_core) or
 // better: where auto chooses it.
 bool OneDnnHasAvx512();
+
+// True where unpacked weight matrices (float32 or bfloat16, rows dense) go
+// through PanelGemm: the BLAS backend, AVX2 and FMA, ATTNSCOPE_GEMM not blas.
+bool PanelProducts();
 
 // One line for logs and benchmarks, e.g. "oneDNN 2.6.3 (avx512_core_bf16):
 // weights packed at load" or "BLAS (OpenBLAS Haswell)".

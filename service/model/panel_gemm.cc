@@ -1,0 +1,324 @@
+#include "service/model/panel_gemm.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "service/core/parallel.h"
+
+namespace attnscope::model {
+namespace {
+
+// The kernel's tile (rows of x by rows of W) and the blocks that stay in
+// the caches: a kKc x kNr panel of W in L1, a kMc x kKc block of x in L2,
+// a kKc x kNc block of W in L3.
+constexpr int64_t kMr = 6;
+constexpr int64_t kNr = 16;
+constexpr int64_t kMc = 72;
+constexpr int64_t kKc = 512;
+constexpr int64_t kNc = 512;
+// The most a chunk of rows of x takes once packed.
+constexpr int64_t kPackedRowsBytes = int64_t{16} << 20;
+
+#define TARGET __attribute__((target("avx2,fma")))
+
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+
+// The calling thread's buffer for blocks of W, allocated once (64-byte
+// aligned).
+struct Buffers {
+  std::unique_ptr<float, FreeDeleter> b;
+  Buffers() : b(static_cast<float*>(std::aligned_alloc(64, kKc * kNc * sizeof(float)))) {}
+};
+
+Buffers& ThreadBuffers() {
+  thread_local Buffers buffers;
+  return buffers;
+}
+
+TARGET inline void Transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4,
+                              __m256& r5, __m256& r6, __m256& r7) {
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r0 = _mm256_permute2f128_ps(s0, s4, 0x20);
+  r1 = _mm256_permute2f128_ps(s1, s5, 0x20);
+  r2 = _mm256_permute2f128_ps(s2, s6, 0x20);
+  r3 = _mm256_permute2f128_ps(s3, s7, 0x20);
+  r4 = _mm256_permute2f128_ps(s0, s4, 0x31);
+  r5 = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r6 = _mm256_permute2f128_ps(s2, s6, 0x31);
+  r7 = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
+// Rows [0, rows) and columns [0, kc) of x into panels of kMr rows: panel
+// i holds, for each column p, its kMr values (zeros past the last row).
+TARGET void PackX(const float* x, int64_t ldx, int64_t rows, int64_t kc, float* out) {
+  for (int64_t i = 0; i < rows; i += kMr) {
+    const int64_t mr = std::min(kMr, rows - i);
+    float* panel = out + i * kc;
+    const float* src = x + i * ldx;
+    int64_t p = 0;
+    if (mr == kMr) {
+      // Eight columns of the six rows transposed at once; each column's
+      // store also writes two floats past it, which the next one (or the
+      // scalar tail: at least one column is left to it) overwrites, so
+      // nothing is written outside the panel.
+      const __m256 zero = _mm256_setzero_ps();
+      for (; p + 8 < kc; p += 8) {
+        __m256 r0 = _mm256_loadu_ps(src + p), r1 = _mm256_loadu_ps(src + ldx + p);
+        __m256 r2 = _mm256_loadu_ps(src + 2 * ldx + p), r3 = _mm256_loadu_ps(src + 3 * ldx + p);
+        __m256 r4 = _mm256_loadu_ps(src + 4 * ldx + p), r5 = _mm256_loadu_ps(src + 5 * ldx + p);
+        __m256 r6 = zero, r7 = zero;
+        Transpose8(r0, r1, r2, r3, r4, r5, r6, r7);
+        float* dst = panel + p * kMr;
+        _mm256_storeu_ps(dst, r0);
+        _mm256_storeu_ps(dst + kMr, r1);
+        _mm256_storeu_ps(dst + 2 * kMr, r2);
+        _mm256_storeu_ps(dst + 3 * kMr, r3);
+        _mm256_storeu_ps(dst + 4 * kMr, r4);
+        _mm256_storeu_ps(dst + 5 * kMr, r5);
+        _mm256_storeu_ps(dst + 6 * kMr, r6);
+        _mm256_storeu_ps(dst + 7 * kMr, r7);
+      }
+    }
+    for (; p < kc; ++p) {
+      for (int64_t r = 0; r < mr; ++r) panel[p * kMr + r] = src[r * ldx + p];
+      for (int64_t r = mr; r < kMr; ++r) panel[p * kMr + r] = 0.0f;
+    }
+  }
+}
+
+// Eight values of a row of W as float32.
+template <PanelWeights type>
+TARGET inline __m256 Load8(const void* w, int64_t at) {
+  if constexpr (type == PanelWeights::kFloat32) {
+    return _mm256_loadu_ps(static_cast<const float*>(w) + at);
+  } else {
+    const __m128i h =
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(w) + at));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <PanelWeights type>
+float LoadOne(const void* w, int64_t at) {
+  if constexpr (type == PanelWeights::kFloat32) {
+    return static_cast<const float*>(w)[at];
+  } else {
+    const uint32_t bits = static_cast<uint32_t>(static_cast<const uint16_t*>(w)[at]) << 16;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    return f;
+  }
+}
+
+// Rows [0, rows) and columns [0, kc) of W (row stride ldw) into panels of
+// kNr rows: panel j holds, for each column p, its kNr values as float32
+// (zeros past the last row).
+template <PanelWeights type>
+TARGET void PackW(const void* w, int64_t ldw, int64_t rows, int64_t kc, float* out) {
+  for (int64_t j = 0; j < rows; j += kNr) {
+    const int64_t nr = std::min(kNr, rows - j);
+    float* panel = out + j * kc;
+    int64_t p = 0;
+    if (nr == kNr) {
+      for (; p + 8 <= kc; p += 8) {
+        for (int64_t half = 0; half < 2; ++half) {
+          const int64_t base = (j + half * 8) * ldw + p;
+          __m256 r0 = Load8<type>(w, base), r1 = Load8<type>(w, base + ldw);
+          __m256 r2 = Load8<type>(w, base + 2 * ldw), r3 = Load8<type>(w, base + 3 * ldw);
+          __m256 r4 = Load8<type>(w, base + 4 * ldw), r5 = Load8<type>(w, base + 5 * ldw);
+          __m256 r6 = Load8<type>(w, base + 6 * ldw), r7 = Load8<type>(w, base + 7 * ldw);
+          Transpose8(r0, r1, r2, r3, r4, r5, r6, r7);
+          float* dst = panel + p * kNr + half * 8;
+          _mm256_store_ps(dst, r0);
+          _mm256_store_ps(dst + kNr, r1);
+          _mm256_store_ps(dst + 2 * kNr, r2);
+          _mm256_store_ps(dst + 3 * kNr, r3);
+          _mm256_store_ps(dst + 4 * kNr, r4);
+          _mm256_store_ps(dst + 5 * kNr, r5);
+          _mm256_store_ps(dst + 6 * kNr, r6);
+          _mm256_store_ps(dst + 7 * kNr, r7);
+        }
+      }
+    }
+    for (; p < kc; ++p) {
+      for (int64_t r = 0; r < nr; ++r) panel[p * kNr + r] = LoadOne<type>(w, (j + r) * ldw + p);
+      for (int64_t r = nr; r < kNr; ++r) panel[p * kNr + r] = 0.0f;
+    }
+  }
+}
+
+// One row of a tile: 16 values stored, or added to those there.
+TARGET inline void Put(float* row, __m256 lo, __m256 hi, bool accumulate) {
+  if (accumulate) {
+    lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
+    hi = _mm256_add_ps(hi, _mm256_loadu_ps(row + 8));
+  }
+  _mm256_storeu_ps(row, lo);
+  _mm256_storeu_ps(row + 8, hi);
+}
+
+// The kMr x kNr tile c (row stride ldc) = (accumulate ? c : 0) + the
+// product of a packed panel of x and a packed panel of W over kc columns.
+TARGET void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                   bool accumulate) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  for (int64_t r = 0; r < kMr; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+    __m256 av = _mm256_broadcast_ss(a);
+    c00 = _mm256_fmadd_ps(av, b0, c00);
+    c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a + 1);
+    c10 = _mm256_fmadd_ps(av, b0, c10);
+    c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a + 2);
+    c20 = _mm256_fmadd_ps(av, b0, c20);
+    c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a + 3);
+    c30 = _mm256_fmadd_ps(av, b0, c30);
+    c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a + 4);
+    c40 = _mm256_fmadd_ps(av, b0, c40);
+    c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a + 5);
+    c50 = _mm256_fmadd_ps(av, b0, c50);
+    c51 = _mm256_fmadd_ps(av, b1, c51);
+    a += kMr;
+    b += kNr;
+  }
+  Put(c, c00, c01, accumulate);
+  Put(c + ldc, c10, c11, accumulate);
+  Put(c + 2 * ldc, c20, c21, accumulate);
+  Put(c + 3 * ldc, c30, c31, accumulate);
+  Put(c + 4 * ldc, c40, c41, accumulate);
+  Put(c + 5 * ldc, c50, c51, accumulate);
+}
+
+// Even blocks of at most `most` covering n, each a multiple of `unit`.
+int64_t BlockSize(int64_t n, int64_t most, int64_t unit) {
+  const int64_t blocks = (n + most - 1) / most;
+  const int64_t size = (n + blocks - 1) / blocks;
+  return (size + unit - 1) / unit * unit;
+}
+
+// The columns [j0, j1) of rows [0, m) of y from x packed by PackX over the
+// whole of k (`px`): each block of k of W packed once, then multiplied by
+// every block of rows.
+template <PanelWeights type>
+TARGET void Columns(const float* px, int64_t m, const void* w, int64_t k, int64_t ldw, float* y,
+                    int64_t ldy, int64_t j0, int64_t j1) {
+  float* const pb = ThreadBuffers().b.get();
+  const int64_t kc_size = BlockSize(k, kKc, 1);
+  const int64_t mc_size = BlockSize(m, kMc, kMr);
+  alignas(32) float edge[kMr * kNr];
+  const int64_t nc = j1 - j0;
+  for (int64_t pc = 0; pc < k; pc += kc_size) {
+    const int64_t kc = std::min(kc_size, k - pc);
+    const bool accumulate = pc > 0;
+    if constexpr (type == PanelWeights::kFloat32) {
+      PackW<type>(static_cast<const float*>(w) + j0 * ldw + pc, ldw, nc, kc, pb);
+    } else {
+      PackW<type>(static_cast<const uint16_t*>(w) + j0 * ldw + pc, ldw, nc, kc, pb);
+    }
+    for (int64_t ic = 0; ic < m; ic += mc_size) {
+      const int64_t mc = std::min(mc_size, m - ic);
+      for (int64_t jr = 0; jr < nc; jr += kNr) {
+        const int64_t nr = std::min(kNr, nc - jr);
+        const float* bpanel = pb + jr * kc;
+        for (int64_t ir = 0; ir < mc; ir += kMr) {
+          const int64_t mr = std::min(kMr, mc - ir);
+          const float* apanel = px + (ic + ir) * k + pc * kMr;
+          float* c = y + (ic + ir) * ldy + j0 + jr;
+          if (mr == kMr && nr == kNr) {
+            Kernel(kc, apanel, bpanel, c, ldy, accumulate);
+            continue;
+          }
+          Kernel(kc, apanel, bpanel, edge, kNr, false);
+          for (int64_t r = 0; r < mr; ++r) {
+            for (int64_t q = 0; q < nr; ++q) {
+              c[r * ldy + q] = accumulate ? c[r * ldy + q] + edge[r * kNr + q] : edge[r * kNr + q];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool PanelGemmAvailable() {
+  static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return available;
+}
+
+void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeights type,
+               int64_t n, int64_t k, int64_t ldw, float* y, int64_t ldy) {
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(y + i * ldy, y + i * ldy + n, 0.0f);
+    return;
+  }
+  // Rows in chunks whose packed copy takes at most kPackedRowsBytes: each
+  // chunk packed once (by all threads, panels shared out), then read by
+  // every block of columns.
+  const int64_t chunk_rows =
+      std::max(kMr, kPackedRowsBytes / (static_cast<int64_t>(sizeof(float)) * k) / kMr * kMr);
+  thread_local std::vector<float> packed;
+  const int64_t most_rows = std::min(m, chunk_rows);
+  const size_t need = static_cast<size_t>((most_rows + kMr - 1) / kMr * kMr * k);
+  if (packed.size() < need) packed.resize(need);
+  float* const px = packed.data();
+  // Blocks of at most kNc columns (at least kMinBlocks of them where n has
+  // that many panels), handed out one at a time to whichever thread asks
+  // next: no thread waits for another's fixed share on a machine whose
+  // cores are not equally fast at every moment, and a product of few
+  // columns still keeps every thread busy.
+  constexpr int64_t kMinBlocks = 16;
+  const int64_t panels = (n + kNr - 1) / kNr;
+  const int64_t blocks = std::max((n + kNc - 1) / kNc, std::min(kMinBlocks, panels));
+  const int64_t width = (panels + blocks - 1) / blocks * kNr;
+  const int64_t count = (n + width - 1) / width;
+  for (int64_t r0 = 0; r0 < m; r0 += chunk_rows) {
+    const int64_t rows = std::min(chunk_rows, m - r0);
+    core::ParallelFor((rows + kMr - 1) / kMr, 4, [&](int64_t begin, int64_t end) {
+      const int64_t i0 = begin * kMr, i1 = std::min(rows, end * kMr);
+      PackX(x + (r0 + i0) * ldx, ldx, i1 - i0, k, px + i0 * k);
+    });
+    std::atomic<int64_t> next{0};
+    float* const yc = y + r0 * ldy;
+    core::ParallelFor(count, 1, [&](int64_t, int64_t) {
+      for (int64_t b = next.fetch_add(1); b < count; b = next.fetch_add(1)) {
+        const int64_t j0 = b * width, j1 = std::min(n, j0 + width);
+        if (type == PanelWeights::kFloat32) {
+          Columns<PanelWeights::kFloat32>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+        } else {
+          Columns<PanelWeights::kBfloat16>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+        }
+      }
+    });
+  }
+}
+
+}  // namespace attnscope::model
