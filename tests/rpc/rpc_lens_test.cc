@@ -290,11 +290,15 @@ TEST_F(RpcTest, LensAndPatchRequestsAreValidatedFieldByField) {
   EXPECT_TRUE(StillServes());
 }
 
-// A residual patch of 64 tokens is 6 x 64 passes (tens of seconds on two
-// cores): it is cancelled, or runs out of its deadline, long before it ends.
+// A residual patch of 256 tokens is 6 x 256 passes over up to 256 tokens each
+// (the passes reuse the corrupted run only before the patched position): it is
+// cancelled, or runs out of its deadline, long before it ends. At 64 tokens it
+// could end within the 2 s deadline below.
+constexpr int kLongPatchTokens = 256;
+
 v1::PatchRequest LongPatch() {
   v1::PatchRequest r;
-  const std::vector<int64_t> ids = SampleIds(64);
+  const std::vector<int64_t> ids = SampleIds(kLongPatchTokens);
   std::vector<int64_t> other = ids;
   other[10] = (other[10] + 1000) % 50257;
   r.mutable_clean_ids()->mutable_ids()->Add(ids.begin(), ids.end());
@@ -323,7 +327,7 @@ TEST_F(RpcTest, PatchStopsWhenCancelledOrAtItsDeadlineAndIsCountedOffTheFeed) {
     EXPECT_TRUE(event.has_baseline());
     ASSERT_TRUE(reader->Read(&event));
     EXPECT_TRUE(event.has_step());
-    EXPECT_EQ(event.step().total(), 6 * 64);
+    EXPECT_EQ(event.step().total(), 6 * kLongPatchTokens);
     context.TryCancel();
     while (reader->Read(&event)) {
     }
