@@ -1,9 +1,10 @@
 // The matrix products of a real model shape, one by one: each product of a
 // Qwen2.5-0.5B- or Llama-3.2-1B-shaped layer and the vocabulary head at T
 // rows, on bfloat16 weights as a checkpoint stores them, through the
-// forward pass's own WidenedLinear (widened per chunk, then float32 BLAS),
-// beside the same product on float32 weights (at::linear), and the FLOP
-// rate of each against the machine's float32 FMA peak.
+// forward pass's own WidenedLinear (the project's kernel, widening while it
+// packs, where gemm.h's PanelProducts(); else widened chunks through BLAS),
+// beside BLAS's product on the same values as float32 weights (at::linear),
+// and the FLOP rate of each against the machine's float32 FMA peak.
 //
 // Usage: linear_bench [--tokens 512] [--threads 2] [--model qwen|llama]
 #include <ATen/ATen.h>
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
               attnscope::bench::CpuName().c_str(), attnscope::model::GemmDescription().c_str(),
               peak, isa.c_str());
   std::printf("%-8s %7s %6s | %9s %7s | %9s %7s | %s\n", "product", "n", "k", "bf16 ms",
-              "%peak", "f32 ms", "%peak", "bf16/f32");
+              "%peak", "BLAS f32", "%peak", "bf16/BLAS");
   double total16 = 0, total32 = 0, flop_total = 0;
   for (const Shape& s : shapes) {
     const at::Tensor a = at::randn({tokens, s.k});
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
                 static_cast<long>(s.n), static_cast<long>(s.k), t16 * 1e3,
                 100 * flop / t16 / 1e9 / peak, t32 * 1e3, 100 * flop / t32 / 1e9 / peak, t16 / t32);
   }
-  std::printf("one pass's products: bf16 %.2f s (%.0f%% of peak), f32 %.2f s (%.0f%%); bound %.2f s\n",
+  std::printf("one pass's products: bf16 %.2f s (%.0f%% of peak), BLAS f32 %.2f s (%.0f%%); bound %.2f s\n",
               total16, 100 * flop_total / total16 / 1e9 / peak, total32,
               100 * flop_total / total32 / 1e9 / peak, flop_total / peak / 1e9);
   return 0;

@@ -41,7 +41,7 @@ case "$kind" in
     # each process start costs seconds, and the server side of TLS and
     # tokens stays covered by the other RpcSecurityTest cases here.
     select=(-E '^RpcSecurityTest\.(EveryRemoteCommandCarriesTls|ConnectionFailuresAreExplained|CliSendsTheToken|ServerSecurityFlagErrors|CliConnectionFlagErrors)')
-    expected_tests=280
+    expected_tests=291
     # halt_on_error: a UBSan report fails the test (it recovers by default).
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
@@ -52,7 +52,8 @@ case "$kind" in
     cmake_args="-DATTNSCOPE_SANITIZE=thread -DATTNSCOPE_BUILD_BENCH=OFF"
     targets=(engine_test rpc_unit_test rpc_test tensor_cache_test analysis_test gemm_test)
     # What has threads: the tensor cache, the matrix products (primitives made
-    # and run from several threads at once, and the primitive cache), the rpc
+    # and run from several threads at once, and the primitive cache; the own
+    # kernel's blocks handed out to a pool of std::threads), the rpc
     # unit tests of shared state (admission, the compute threads, the feed
     # hub, the layer streamer, per-client stream counts), the engine's
     # cancellation,
@@ -67,7 +68,7 @@ case "$kind" in
     # One pattern per suite (SUITE\.) or case; the selection is their union,
     # anchored at the start of the test name. Each must match a test.
     patterns=('TensorCacheTest\.' 'PackedMatrix\.ThreadsAtOnce' 'PackedMatrix\.ManyShapesOutlive'
-              'Sgemm\.' 'Gemm\.' 'AdmissionTest\.' 'ComputeThreadsTest\.' 'FeedHubTest\.' 'LayerStreamerTest\.'
+              'Sgemm\.' 'Gemm\.' 'PanelGemm\.ThreadsGive' 'PanelGemm\.ModelShaped' 'AdmissionTest\.' 'ComputeThreadsTest\.' 'FeedHubTest\.' 'LayerStreamerTest\.'
               'ClientStreamsTest\.' 'GenerationCancelTest\.' 'LongPromptTest\.StatisticsOnThreads'
               'RpcTest\.ClientCancel' 'RpcTest\.DeadlineStops' 'RpcTest\.ConcurrentRequests'
               'RpcTest\.QueuedRequest' 'RpcTest\.SubscriberSees' 'RpcTest\.FeedCarries'
@@ -76,7 +77,7 @@ case "$kind" in
               'RpcTest\.GenerateStopsAtItsDeadline' 'RpcTest\.ConcurrentGenerate' 'RpcTest\.SlowSubscriber'
               'RpcTest\.MaxSubscribers' 'RpcTest\.ProbeCallsAreAdmissionLimited'
               'RpcTest\.EveryRequestIsRecorded' 'RpcTest\.PatchStopsWhenCancelled')
-    expected_tests=56
+    expected_tests=62
     select=(-R "^($(IFS='|'; echo "${patterns[*]}"))")
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp"
     ;;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "service/core/parallel.h"
@@ -35,7 +36,9 @@ struct FreeDeleter {
 // aligned).
 struct Buffers {
   std::unique_ptr<float, FreeDeleter> b;
-  Buffers() : b(static_cast<float*>(std::aligned_alloc(64, kKc * kNc * sizeof(float)))) {}
+  Buffers() : b(static_cast<float*>(std::aligned_alloc(64, kKc * kNc * sizeof(float)))) {
+    if (b == nullptr) throw std::bad_alloc();
+  }
 };
 
 Buffers& ThreadBuffers() {
@@ -43,6 +46,8 @@ Buffers& ThreadBuffers() {
   return buffers;
 }
 
+// The 8 x 8 block whose rows are r0..r7 transposed in place: r_i becomes
+// its column i.
 TARGET inline void Transpose8(__m256& r0, __m256& r1, __m256& r2, __m256& r3, __m256& r4,
                               __m256& r5, __m256& r6, __m256& r7) {
   const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
