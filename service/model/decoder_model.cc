@@ -54,6 +54,12 @@ at::Tensor FrozenNorm(const at::Tensor& c, const at::Tensor& ref, const NormWeig
 // in the code").
 constexpr int64_t kLogitRowsPerBlock = 128;
 
+// Rows of the MLP per chunk: its inner activation (rows x `inner` floats)
+// at most kMlpChunkBytes, and at least 256 rows, so that a chunk's products
+// still reuse each packed block of weights over many rows.
+constexpr int64_t kMlpChunkBytes = int64_t{32} << 20;
+int64_t MlpChunkRows(int64_t inner) { return std::max<int64_t>(256, kMlpChunkBytes / (4 * inner)); }
+
 // What one forward pass shares across its layers.
 struct PassState {
   const ForwardOptions& options;
@@ -170,6 +176,8 @@ class DecoderModel : public LanguageModel {
   AttentionStep ScoreStep(int layer, Heads& h, const PassState& pass) const;
   void AppendToCache(int layer, Heads& h, const PassState& pass) const;
   at::Tensor Mlp(const LayerWeights& l, const at::Tensor& x, const PassState& pass) const;
+  // The MLP of rows at once (Mlp takes a long prompt's rows in chunks).
+  at::Tensor MlpRows(const LayerWeights& l, const at::Tensor& x, const PassState& pass) const;
   at::Tensor Finish(const at::Tensor& x, const PassState& pass) const;
   at::Tensor Logits(const at::Tensor& x, const PassState& pass) const;
   void PublishLogits(const at::Tensor& x, const PassState& pass) const;
@@ -306,8 +314,8 @@ at::Tensor DecoderModel::Attention(int layer, const at::Tensor& x, PassState& pa
   return Product(mix, l.o, pass);
 }
 
-at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x,
-                             const PassState& pass) const {
+at::Tensor DecoderModel::MlpRows(const LayerWeights& l, const at::Tensor& x,
+                                 const PassState& pass) const {
   if (!spec_.mlp.gated && l.up.packed) {  // the activation inside the product's kernel
     return Product(LinearActivated(x, l.up, spec_.mlp.activation,
                                    pass.bf16 ? Operands::kStored : Operands::kFloat32),
@@ -322,7 +330,32 @@ at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x,
   at::Tensor gate = up.narrow(-1, 0, inner);
   const at::Tensor value = up.narrow(-1, inner, inner);
   ActivateInPlace(gate, spec_.mlp.activation);
-  return Product(gate.mul_(value), l.down, pass);
+  // A dense product (the down projection reads rows), not gate.mul_ in place
+  // and a copy after it.
+  return Product(at::mul(gate, value), l.down, pass);
+}
+
+at::Tensor DecoderModel::Mlp(const LayerWeights& l, const at::Tensor& x,
+                             const PassState& pass) const {
+  const int64_t width = x.size(-1);
+  const int64_t rows = width > 0 ? x.numel() / width : 0;
+  const int64_t inner = std::max<int64_t>(1, spec_.mlp.intermediate_size) * (spec_.mlp.gated ? 2 : 1);
+  const int64_t chunk = MlpChunkRows(inner);
+  if (rows <= chunk) return MlpRows(l, x, pass);
+  // A long prompt's MLP in chunks of rows: its inner activation needs a
+  // bounded workspace, reused from chunk to chunk, instead of (T, inner)
+  // floats mapped afresh on every layer.
+  const at::Tensor flat = x.reshape({rows, width});
+  at::Tensor out;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t n = std::min(chunk, rows - r0);
+    const at::Tensor part = MlpRows(l, flat.narrow(0, r0, n), pass);
+    if (!out.defined()) out = at::empty({rows, part.size(-1)}, part.options());
+    out.narrow(0, r0, n).copy_(part);
+  }
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = out.size(-1);
+  return out.view(sizes);
 }
 
 at::Tensor DecoderModel::RunLayer(int layer, const at::Tensor& x, PassState& pass) const {

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
+#include "service/core/safetensors.h"
 #include "service/model/language_model.h"
 #include "service/model/recorder.h"
 #include "tests/model/test_models.h"
@@ -232,6 +234,70 @@ TEST(AblationTest, MeanAblationOfASingleTokenChangesNothing) {
   options.ablation_mode = AblationMode::kMean;
   const FullRecorder ablated = RunModel(*model, {123}, options);
   EXPECT_LE(testing::MaxAbsDiff(base.logits(), ablated.logits()), 1e-6);
+}
+
+// A Llama-shaped layer whose MLP is wide enough (intermediate 16,384: a
+// gate|up activation of 128 KiB a row) that a 700-token pass takes the MLP
+// in chunks of rows (Mlp, at most 32 MiB each: 256, 256 and 188 rows),
+// against the same tokens in passes of at most 175 through the KV cache,
+// each of which takes its MLP whole.
+TEST(LongPromptMlpTest, ChunksOfRowsGiveWhatWholePassesGive) {
+  constexpr int64_t kWidth = 8, kInner = 16384, kVocab = 64, kTokens = 700;
+  testing::ScratchDir dir;
+  dir.Write("config.json", R"({"model_type":"llama","architectures":["LlamaForCausalLM"],
+      "hidden_size":8,"intermediate_size":16384,"num_attention_heads":2,
+      "num_key_value_heads":1,"num_hidden_layers":1,"vocab_size":64,"rms_norm_eps":1e-5,
+      "rope_theta":10000.0,"max_position_embeddings":1024,"hidden_act":"silu",
+      "tie_word_embeddings":false,"torch_dtype":"float32"})");
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto random = [&](const std::string& name, std::vector<int64_t> shape, float scale) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = normal(rng) * scale;
+    return MakeF32Tensor(name, std::move(shape), v);
+  };
+  const auto ones = [](const std::string& name) {
+    return MakeF32Tensor(name, {kWidth}, std::vector<float>(kWidth, 1.0f));
+  };
+  const std::string l = "model.layers.0.";
+  const std::vector<TensorToWrite> tensors = {
+      random("model.embed_tokens.weight", {kVocab, kWidth}, 1.0f),
+      ones(l + "input_layernorm.weight"),
+      random(l + "self_attn.q_proj.weight", {kWidth, kWidth}, 0.5f),
+      random(l + "self_attn.k_proj.weight", {4, kWidth}, 0.5f),
+      random(l + "self_attn.v_proj.weight", {4, kWidth}, 0.5f),
+      random(l + "self_attn.o_proj.weight", {kWidth, kWidth}, 0.5f),
+      ones(l + "post_attention_layernorm.weight"),
+      random(l + "mlp.gate_proj.weight", {kInner, kWidth}, 0.5f),
+      random(l + "mlp.up_proj.weight", {kInner, kWidth}, 0.5f),
+      random(l + "mlp.down_proj.weight", {kWidth, kInner}, 0.02f),
+      ones("model.norm.weight"),
+      random("lm_head.weight", {kVocab, kWidth}, 1.0f)};
+  ASSERT_TRUE(WriteSafetensors(dir.str() + "/model.safetensors", tensors).ok());
+  auto model = Load(dir.str());
+  ASSERT_NE(model, nullptr);
+  std::vector<int64_t> ids(kTokens);
+  for (int64_t i = 0; i < kTokens; ++i) ids[static_cast<size_t>(i)] = (i * 37 + 11) % kVocab;
+
+  const FullRecorder whole = RunModel(*model, ids);
+  auto cache = model->NewCache();
+  ForwardOptions options;
+  options.cache = cache.get();
+  std::vector<float> logits;
+  for (int64_t begin = 0; begin < kTokens; begin += 175) {
+    const std::vector<int64_t> part(ids.begin() + begin, ids.begin() + begin + 175);
+    const FullRecorder step = RunModel(*model, part, options);
+    logits.insert(logits.end(), step.logits().begin(), step.logits().end());
+  }
+  ASSERT_EQ(logits.size(), static_cast<size_t>(kTokens * kVocab));
+  // The MLP changes the logits (not a test of nothing): the down projection's
+  // share of the last hidden state is far above the tolerance.
+  float largest = 0;
+  for (float v : whole.logits()) largest = std::max(largest, std::fabs(v));
+  EXPECT_GT(largest, 1.0f);
+  EXPECT_LE(testing::MaxAbsDiff(logits, whole.logits()), 1e-4);
 }
 
 TEST(ThreadsTest, ThreadCountIsSetExplicitly) {
