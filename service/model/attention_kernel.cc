@@ -6,6 +6,7 @@
 
 #include "service/core/vector_math.h"
 #include "service/model/gemm.h"
+#include "service/model/panel_gemm.h"
 
 namespace attnscope::model {
 namespace {
@@ -31,9 +32,17 @@ void HeadAttention(const HeadAttentionArgs& a) {
   const Visible first = VisibleKeys(a, a.first_position);
   const Visible last = VisibleKeys(a, a.first_position + a.rows - 1);
   const int64_t key_lo = first.lo, keys = last.hi - first.lo;
-  // scores (rows, keys) = q (rows, d) . k[key_lo..]^T, scaled inside the GEMM
-  Sgemm(/*b_transposed=*/true, a.rows, keys, a.head_dim, a.scale, a.q, a.q_ld,
-        a.k + key_lo * a.k_ld, a.k_ld, a.probs + key_lo, a.probs_ld);
+  const bool panels = a.key_panels != nullptr && a.value_panels != nullptr;
+  // scores (rows, keys) = q (rows, d) . k[key_lo..]^T, scaled inside the
+  // product. The panels start at a multiple of their width: the scores
+  // before key_lo that this also writes are hidden keys, zeroed below.
+  if (panels) {
+    PanelScores(a.q, a.rows, a.q_ld, a.key_panels, a.head_dim, key_lo / kPanelWidth * kPanelWidth,
+                last.hi, a.scale, a.probs, a.probs_ld);
+  } else {
+    Sgemm(/*b_transposed=*/true, a.rows, keys, a.head_dim, a.scale, a.q, a.q_ld,
+          a.k + key_lo * a.k_ld, a.k_ld, a.probs + key_lo, a.probs_ld);
+  }
   for (int64_t r = 0; r < a.rows; ++r) {
     float* row = a.probs + r * a.probs_ld;
     const Visible v = VisibleKeys(a, a.first_position + r);
@@ -51,6 +60,11 @@ void HeadAttention(const HeadAttentionArgs& a) {
   }
   // out (rows, d) = probs[:, key_lo..] (rows, keys) . v[key_lo..] (keys, d);
   // hidden keys inside that range have probability exactly 0.
+  if (panels) {
+    PanelWeightedValues(a.probs, a.rows, a.probs_ld, a.value_panels, a.num_keys, a.head_dim, key_lo,
+                        last.hi, a.out, a.out_ld);
+    return;
+  }
   Sgemm(/*b_transposed=*/false, a.rows, a.head_dim, keys, 1.0f, a.probs + key_lo, a.probs_ld,
         a.v + key_lo * a.v_ld, a.v_ld, a.out, a.out_ld);
 }

@@ -27,6 +27,11 @@ struct HeadAttentionArgs {
   int64_t window = 0;  // > 0: row at position p sees keys p - window + 1 .. p only
   float scale = 1.0f;  // scores are (q . k) * scale
   float softcap = 0.0f;  // > 0: scores become tanh(s / softcap) * softcap
+  // Both non-null: the keys and values packed once for the layer
+  // (PackKeyPanels and PackValuePanels of panel_gemm.h over all num_keys
+  // keys), and both products on the own kernel instead of BLAS.
+  const float* key_panels = nullptr;
+  const float* value_panels = nullptr;
 };
 
 // probs[r][j] = softmax over the visible keys of the scaled (soft-capped)

@@ -7,6 +7,8 @@
 #include <optional>
 
 #include "service/model/attention_kernel.h"
+#include "service/model/gemm.h"
+#include "service/model/panel_gemm.h"
 
 namespace attnscope::model {
 namespace {
@@ -146,6 +148,30 @@ at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const
   const float* kp = k.data_ptr<float>();
   const float* vp = v.data_ptr<float>();
   float* op = out.data_ptr<float>();
+  // With the own kernel, each (sequence, key/value head)'s keys and values
+  // packed once here for every block of query rows and every query head of
+  // its group (BLAS would pack them again per block and per head). A few
+  // query rows (a decoding step) stay with BLAS: packing would read every
+  // key and value once more for little work.
+  const int64_t kv_heads = k.size(1);
+  const bool panels = PanelProducts() && tokens >= kPanelWidth && batch * kv_heads > 0;
+  const int64_t key_floats = PanelFloats(num_keys, d), value_floats = PanelFloats(d, num_keys);
+  at::Tensor key_panels, value_panels;
+  if (panels) {
+    key_panels = at::empty({batch * kv_heads * key_floats}, q.options());
+    value_panels = at::empty({batch * kv_heads * value_floats}, q.options());
+    float* kpp = key_panels.data_ptr<float>();
+    float* vpp = value_panels.data_ptr<float>();
+    at::parallel_for(0, batch * kv_heads, 1, [&](int64_t first, int64_t end) {
+      for (int64_t bk = first; bk < end; ++bk) {
+        const int64_t b = bk / kv_heads, h = bk % kv_heads;
+        PackKeyPanels(kp + b * k.stride(0) + h * k.stride(1), k.stride(2), num_keys, d,
+                      kpp + bk * key_floats);
+        PackValuePanels(vp + b * v.stride(0) + h * v.stride(1), v.stride(2), num_keys, d,
+                        vpp + bk * value_floats);
+      }
+    });
+  }
   for (int64_t begin = 0; begin < tokens; begin += block) {
     const int64_t rows = std::min(block, tokens - begin);
     const bool observed = observers.needs().attention;
@@ -179,6 +205,10 @@ at::Tensor CausalAttention(const at::Tensor& q_in, const at::Tensor& k_in, const
         a.window = step.window;
         a.scale = static_cast<float>(step.score_scale);
         a.softcap = static_cast<float>(step.softcap);
+        if (panels) {
+          a.key_panels = key_panels.data_ptr<float>() + (b * kv_heads + kv) * key_floats;
+          a.value_panels = value_panels.data_ptr<float>() + (b * kv_heads + kv) * value_floats;
+        }
         HeadAttention(a);
         if (observed) observers.PublishAttentionHead(b, h);
       }

@@ -220,6 +220,71 @@ TARGET void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t
   Put(c + 5 * ldc, c50, c51, accumulate);
 }
 
+// The kMr x kNr tile c (row stride ldc) = (accumulate ? c : 0) + scale *
+// the product of mr rows read in place (row r at a + r * lda, its columns
+// consecutive; the tile's rows past mr repeat the last one) and a packed
+// panel of kNr columns over kc steps.
+TARGET void RowsKernel(int64_t kc, const float* a, int64_t lda, int64_t mr, const float* b,
+                       float* c, int64_t ldc, bool accumulate, float scale) {
+  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
+  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
+  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
+  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
+  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
+  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  const auto row = [&](int64_t r) { return a + std::min(r, mr - 1) * lda; };
+  const float *a0 = row(0), *a1 = row(1), *a2 = row(2), *a3 = row(3), *a4 = row(4), *a5 = row(5);
+#pragma GCC unroll 4
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+    __m256 av = _mm256_broadcast_ss(a0 + p);
+    c00 = _mm256_fmadd_ps(av, b0, c00);
+    c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a1 + p);
+    c10 = _mm256_fmadd_ps(av, b0, c10);
+    c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a2 + p);
+    c20 = _mm256_fmadd_ps(av, b0, c20);
+    c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a3 + p);
+    c30 = _mm256_fmadd_ps(av, b0, c30);
+    c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a4 + p);
+    c40 = _mm256_fmadd_ps(av, b0, c40);
+    c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a5 + p);
+    c50 = _mm256_fmadd_ps(av, b0, c50);
+    c51 = _mm256_fmadd_ps(av, b1, c51);
+    b += kNr;
+  }
+  if (scale != 1.0f) {
+    const __m256 s = _mm256_set1_ps(scale);
+    c00 = _mm256_mul_ps(c00, s), c01 = _mm256_mul_ps(c01, s), c10 = _mm256_mul_ps(c10, s);
+    c11 = _mm256_mul_ps(c11, s), c20 = _mm256_mul_ps(c20, s), c21 = _mm256_mul_ps(c21, s);
+    c30 = _mm256_mul_ps(c30, s), c31 = _mm256_mul_ps(c31, s), c40 = _mm256_mul_ps(c40, s);
+    c41 = _mm256_mul_ps(c41, s), c50 = _mm256_mul_ps(c50, s), c51 = _mm256_mul_ps(c51, s);
+  }
+  Put(c, c00, c01, accumulate);
+  Put(c + ldc, c10, c11, accumulate);
+  Put(c + 2 * ldc, c20, c21, accumulate);
+  Put(c + 3 * ldc, c30, c31, accumulate);
+  Put(c + 4 * ldc, c40, c41, accumulate);
+  Put(c + 5 * ldc, c50, c51, accumulate);
+}
+
+// The mr x nr corner (mr <= kMr, nr <= kNr) of RowsKernel's tile: columns
+// past nr not written.
+TARGET void RowsKernelEdge(int64_t kc, const float* a, int64_t lda, int64_t mr, const float* b,
+                           float* c, int64_t ldc, int64_t nr, bool accumulate, float scale) {
+  alignas(32) float tile[kMr * kNr];
+  RowsKernel(kc, a, lda, mr, b, tile, kNr, false, scale);
+  for (int64_t r = 0; r < mr; ++r) {
+    for (int64_t q = 0; q < nr; ++q) {
+      c[r * ldc + q] = accumulate ? c[r * ldc + q] + tile[r * kNr + q] : tile[r * kNr + q];
+    }
+  }
+}
+
 // Even blocks of at most `most` covering n, each a multiple of `unit`.
 int64_t BlockSize(int64_t n, int64_t most, int64_t unit) {
   const int64_t blocks = (n + most - 1) / most;
@@ -323,6 +388,70 @@ void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeigh
         }
       }
     });
+  }
+}
+
+int64_t PanelFloats(int64_t n, int64_t d) { return (n + kNr - 1) / kNr * kNr * d; }
+
+void PackKeyPanels(const float* k, int64_t ldk, int64_t keys, int64_t d, float* out) {
+  PackW<PanelWeights::kFloat32>(k, ldk, keys, d, out);
+}
+
+void PackValuePanels(const float* v, int64_t ldv, int64_t keys, int64_t d, float* out) {
+  for (int64_t j = 0; j < d; j += kNr) {
+    const int64_t nr = std::min(kNr, d - j);
+    float* panel = out + j * keys;
+    for (int64_t key = 0; key < keys; ++key) {
+      std::memcpy(panel + key * kNr, v + key * ldv + j, nr * sizeof(float));
+      std::fill(panel + key * kNr + nr, panel + (key + 1) * kNr, 0.0f);
+    }
+  }
+}
+
+void PanelScores(const float* q, int64_t rows, int64_t ldq, const float* key_panels, int64_t d,
+                 int64_t first, int64_t last, float scale, float* s, int64_t lds) {
+  for (int64_t j0 = first; j0 < last; j0 += kNr) {
+    const int64_t nr = std::min(kNr, last - j0);
+    const float* b = key_panels + j0 * d;
+    for (int64_t r = 0; r < rows; r += kMr) {
+      const int64_t mr = std::min(kMr, rows - r);
+      float* c = s + r * lds + j0;
+      if (mr == kMr && nr == kNr) {
+        RowsKernel(d, q + r * ldq, ldq, kMr, b, c, lds, false, scale);
+      } else {
+        RowsKernelEdge(d, q + r * ldq, ldq, mr, b, c, lds, nr, false, scale);
+      }
+    }
+  }
+}
+
+void PanelWeightedValues(const float* p, int64_t rows, int64_t ldp, const float* value_panels,
+                         int64_t keys, int64_t d, int64_t first, int64_t last, float* out,
+                         int64_t ldo) {
+  if (last <= first) {
+    for (int64_t r = 0; r < rows; ++r) std::fill(out + r * ldo, out + r * ldo + d, 0.0f);
+    return;
+  }
+  // Keys in blocks whose panel (kKc x kNr floats) stays in L1 while every
+  // tile of rows runs over it.
+  constexpr int64_t kKeys = 256;
+  for (int64_t k0 = first; k0 < last; k0 += kKeys) {
+    const int64_t kc = std::min(kKeys, last - k0);
+    const bool accumulate = k0 > first;
+    for (int64_t j = 0; j < d; j += kNr) {
+      const int64_t nr = std::min(kNr, d - j);
+      const float* b = value_panels + j * keys + k0 * kNr;
+      for (int64_t r = 0; r < rows; r += kMr) {
+        const int64_t mr = std::min(kMr, rows - r);
+        const float* a = p + r * ldp + k0;
+        float* c = out + r * ldo + j;
+        if (mr == kMr && nr == kNr) {
+          RowsKernel(kc, a, ldp, kMr, b, c, ldo, accumulate, 1.0f);
+        } else {
+          RowsKernelEdge(kc, a, ldp, mr, b, c, ldo, nr, accumulate, 1.0f);
+        }
+      }
+    }
   }
 }
 

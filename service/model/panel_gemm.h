@@ -28,4 +28,32 @@ bool PanelGemmAvailable();
 void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeights type,
                int64_t n, int64_t k, int64_t ldw, float* y, int64_t ldy);
 
+// Attention's two products on the same kernel, single-threaded (heads run
+// in parallel around them), on keys and values packed once per layer and
+// head instead of once per block of query rows. Require PanelGemmAvailable().
+//
+// Keys and value columns go in panels of this many.
+inline constexpr int64_t kPanelWidth = 16;
+// The panels of `n` keys or value columns take PanelFloats(n, d) floats;
+// the buffer must be 32-byte aligned.
+int64_t PanelFloats(int64_t n, int64_t d);
+// Keys (keys x d, row stride ldk) as panels of 16 keys: panel j holds, for
+// each of the d columns, the values of keys 16j .. 16j + 15 (zeros past the
+// last key).
+void PackKeyPanels(const float* k, int64_t ldk, int64_t keys, int64_t d, float* out);
+// Values (keys x d, row stride ldv) as panels of 16 of their d columns:
+// panel j holds, for each key, its columns 16j .. 16j + 15 (zeros past d).
+void PackValuePanels(const float* v, int64_t ldv, int64_t keys, int64_t d, float* out);
+// s[r][j] = scale * (q[r] . key j) for rows [0, rows) of q (row stride ldq)
+// and keys [first, last) of the panels (first a multiple of 16), written at
+// s + r * lds + j; nothing outside those columns is written.
+void PanelScores(const float* q, int64_t rows, int64_t ldq, const float* key_panels, int64_t d,
+                 int64_t first, int64_t last, float scale, float* s, int64_t lds);
+// out[r] = sum over keys j in [first, last) of p[r][j] value j, for rows
+// [0, rows) of p (row stride ldp; p[r][j] at p + r * ldp + j) and the value
+// panels of `keys` keys; out (rows x d, row stride ldo) is overwritten.
+void PanelWeightedValues(const float* p, int64_t rows, int64_t ldp, const float* value_panels,
+                         int64_t keys, int64_t d, int64_t first, int64_t last, float* out,
+                         int64_t ldo);
+
 }  // namespace attnscope::model

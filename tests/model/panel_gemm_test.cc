@@ -3,7 +3,8 @@
 // 6 x 16 tiles and of its blocks, strided operands, bfloat16 weights equal
 // to float32 weights of the same values bit for bit, NaN, and threads
 // (blocks handed out to a pool of three, calls from several threads at
-// once) giving the same bits as one thread.
+// once) giving the same bits as one thread; and attention's two products on
+// keys and values packed once (PanelScores, PanelWeightedValues).
 #include "service/model/panel_gemm.h"
 
 #include <cmath>
@@ -166,6 +167,121 @@ TEST(PanelGemm, NanStaysInItsRowAndColumn) {
     for (int64_t c = 0; c < n; ++c) {
       EXPECT_EQ(r == 7 || c == 33, std::isnan(y[r * n + c])) << r << ", " << c;
     }
+  }
+}
+
+// A 32-byte aligned buffer of n floats.
+struct Aligned {
+  explicit Aligned(int64_t n) : data(static_cast<size_t>(n) + 8) {}
+  float* get() {
+    const auto at = reinterpret_cast<uintptr_t>(data.data());
+    return data.data() + ((32 - at % 32) % 32) / sizeof(float);
+  }
+  std::vector<float> data;
+};
+
+struct AttentionCase {
+  int64_t rows, keys, d, first, last;
+};
+
+// Scores s = scale q K^T over keys [first, last) and weighted values
+// out = P V over the same keys, against float64 sums within 1e-6 of
+// sum |terms| (fails on NaN); every column of s outside [first, last) and
+// every padding column of out left as it was.
+void CheckAttention(const AttentionCase& c, uint32_t seed) {
+  const int64_t ldq = c.d + 3, ldk = c.d + 1, ldv = c.d + 5, lds = c.keys + 4, ldo = c.d + 2;
+  const std::vector<float> q = Random(c.rows * ldq, seed), k = Random(c.keys * ldk, seed + 1),
+                           v = Random(c.keys * ldv, seed + 2), p = Random(c.rows * lds, seed + 3);
+  Aligned key_panels(PanelFloats(c.keys, c.d)), value_panels(PanelFloats(c.d, c.keys));
+  PackKeyPanels(k.data(), ldk, c.keys, c.d, key_panels.get());
+  PackValuePanels(v.data(), ldv, c.keys, c.d, value_panels.get());
+  const float scale = 0.125f;
+  std::vector<float> s(c.rows * lds, 7.0f), out(c.rows * ldo, 7.0f);
+  PanelScores(q.data(), c.rows, ldq, key_panels.get(), c.d, c.first, c.last, scale, s.data(), lds);
+  PanelWeightedValues(p.data(), c.rows, lds, value_panels.get(), c.keys, c.d, c.first, c.last,
+                      out.data(), ldo);
+  const std::string what = "rows=" + std::to_string(c.rows) + " keys=" + std::to_string(c.keys) +
+                           " d=" + std::to_string(c.d) + " [" + std::to_string(c.first) + ", " +
+                           std::to_string(c.last) + ")";
+  int failures = 0;
+  const auto expect = [&](float got, double sum, double size, const std::string& where) {
+    const double diff = std::fabs(got - sum);
+    if (!(diff <= 1e-6 * size + 1e-6) && ++failures <= 3) {
+      ADD_FAILURE() << what << ": " << where << " = " << got << ", float64 " << sum;
+    }
+  };
+  for (int64_t r = 0; r < c.rows; ++r) {
+    for (int64_t j = 0; j < lds; ++j) {
+      const float got = s[r * lds + j];
+      if (j < c.first || j >= c.last) {
+        if (!(got == 7.0f) && ++failures <= 3) ADD_FAILURE() << what << ": score " << j << " written";
+        continue;
+      }
+      double sum = 0, size = 0;
+      for (int64_t e = 0; e < c.d; ++e) {
+        const double t = static_cast<double>(q[r * ldq + e]) * k[j * ldk + e];
+        sum += t;
+        size += std::fabs(t);
+      }
+      expect(got, sum * scale, size * scale, "s(" + std::to_string(r) + ", " + std::to_string(j) + ")");
+    }
+    for (int64_t e = 0; e < ldo; ++e) {
+      const float got = out[r * ldo + e];
+      if (e >= c.d) {
+        if (!(got == 7.0f) && ++failures <= 3) ADD_FAILURE() << what << ": out padding written";
+        continue;
+      }
+      double sum = 0, size = 0;
+      for (int64_t j = c.first; j < c.last; ++j) {
+        const double t = static_cast<double>(p[r * lds + j]) * v[j * ldv + e];
+        sum += t;
+        size += std::fabs(t);
+      }
+      expect(got, sum, size, "out(" + std::to_string(r) + ", " + std::to_string(e) + ")");
+    }
+  }
+}
+
+TEST(PanelAttention, MatchesFloat64SumsAtEveryEdge) {
+  if (!PanelGemmAvailable()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  // Rows around the 6-row tile, keys around the 16-key panel and the
+  // 256-key blocks of the weighted values, head dims that are and are not
+  // multiples of 16, ranges that start past 0 (a sliding window) and end
+  // before the last key (a block's causal end).
+  const std::vector<AttentionCase> cases = {
+      {1, 1, 1, 0, 1},        {6, 16, 16, 0, 16},     {7, 17, 64, 0, 17},
+      {5, 40, 5, 16, 33},     {64, 300, 64, 0, 300},  {13, 520, 72, 32, 515},
+      {11, 257, 80, 0, 257},  {4, 700, 256, 256, 700}, {9, 50, 64, 48, 50},
+      {3, 20, 64, 0, 0}};
+  uint32_t seed = 40;
+  for (const AttentionCase& c : cases) {
+    CheckAttention(c, seed);
+    seed += 10;
+  }
+}
+
+TEST(PanelAttention, NanStaysInItsRowAndKey) {
+  if (!PanelGemmAvailable()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  const int64_t rows = 14, keys = 70, d = 64;
+  std::vector<float> q = Random(rows * d, 1), k = Random(keys * d, 2), v = Random(keys * d, 3);
+  q[5 * d + 9] = std::numeric_limits<float>::quiet_NaN();
+  k[41 * d + 60] = std::numeric_limits<float>::quiet_NaN();
+  Aligned kp(PanelFloats(keys, d)), vp(PanelFloats(d, keys));
+  PackKeyPanels(k.data(), d, keys, d, kp.get());
+  std::vector<float> s(rows * keys);
+  PanelScores(q.data(), rows, d, kp.get(), d, 0, keys, 1.0f, s.data(), keys);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < keys; ++j) {
+      EXPECT_EQ(r == 5 || j == 41, std::isnan(s[r * keys + j])) << r << ", " << j;
+    }
+  }
+  v[23 * d + 17] = std::numeric_limits<float>::quiet_NaN();
+  PackValuePanels(v.data(), d, keys, d, vp.get());
+  const std::vector<float> p = Random(rows * keys, 4);
+  std::vector<float> out(rows * d);
+  PanelWeightedValues(p.data(), rows, keys, vp.get(), keys, d, 0, keys, out.data(), d);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t e = 0; e < d; ++e) EXPECT_EQ(e == 17, std::isnan(out[r * d + e])) << r << ", " << e;
   }
 }
 
