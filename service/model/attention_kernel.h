@@ -1,6 +1,7 @@
 // Internal to the model library: causal attention of one (sequence, head)
-// for one block of query rows, on raw float32 arrays on the CPU: two sgemm
-// calls and a softmax over each row's visible keys only. Torch-free.
+// for one block of query rows, on raw float32 arrays on the CPU: two
+// products (BLAS's sgemm, or the own kernel on keys and values packed once
+// per layer) and a softmax over each row's visible keys only. Torch-free.
 #pragma once
 
 #include <cstdint>
