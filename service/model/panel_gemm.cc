@@ -177,10 +177,16 @@ TARGET inline void Put(float* row, __m256 lo, __m256 hi, bool accumulate) {
   _mm256_storeu_ps(row + 8, hi);
 }
 
-// The kMr x kNr tile c (row stride ldc) = (accumulate ? c : 0) + the
-// product of a packed panel of x and a packed panel of W over kc columns.
-TARGET void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                   bool accumulate) {
+// How the kernel reads its kMr rows of x: packed by PackX (step p's kMr
+// values together), or in place (row r at a + r * lda, its columns
+// consecutive; the tile's rows past mr repeat the last one).
+enum class Rows { kPacked, kInPlace };
+
+// The kMr x kNr tile c (row stride ldc) = (accumulate ? c : 0) + scale *
+// the product of kMr rows of x and a packed panel of W over kc steps.
+template <Rows rows>
+TARGET void Tile(int64_t kc, const float* a, int64_t lda, int64_t mr, const float* b, float* c,
+                 int64_t ldc, bool accumulate, float scale) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
@@ -188,73 +194,40 @@ TARGET void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t
   __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
   __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
   for (int64_t r = 0; r < kMr; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
-#pragma GCC unroll 4
-  for (int64_t p = 0; p < kc; ++p) {
-    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-    __m256 av = _mm256_broadcast_ss(a);
-    c00 = _mm256_fmadd_ps(av, b0, c00);
-    c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(av, b0, c10);
-    c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(av, b0, c20);
-    c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(av, b0, c30);
-    c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(av, b0, c40);
-    c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(av, b0, c50);
-    c51 = _mm256_fmadd_ps(av, b1, c51);
-    a += kMr;
-    b += kNr;
-  }
-  Put(c, c00, c01, accumulate);
-  Put(c + ldc, c10, c11, accumulate);
-  Put(c + 2 * ldc, c20, c21, accumulate);
-  Put(c + 3 * ldc, c30, c31, accumulate);
-  Put(c + 4 * ldc, c40, c41, accumulate);
-  Put(c + 5 * ldc, c50, c51, accumulate);
-}
-
-// The kMr x kNr tile c (row stride ldc) = (accumulate ? c : 0) + scale *
-// the product of mr rows read in place (row r at a + r * lda, its columns
-// consecutive; the tile's rows past mr repeat the last one) and a packed
-// panel of kNr columns over kc steps.
-TARGET void RowsKernel(int64_t kc, const float* a, int64_t lda, int64_t mr, const float* b,
-                       float* c, int64_t ldc, bool accumulate, float scale) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
-  __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
-  __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
-  __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
-  __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
-  __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
+  // In place: row r's pointer, its value at step p at [p]. Packed: step
+  // p's values at ap[0 .. kMr).
   const auto row = [&](int64_t r) { return a + std::min(r, mr - 1) * lda; };
-  const float *a0 = row(0), *a1 = row(1), *a2 = row(2), *a3 = row(3), *a4 = row(4), *a5 = row(5);
+  const float *r0 = row(0), *r1 = row(1), *r2 = row(2), *r3 = row(3), *r4 = row(4), *r5 = row(5);
+  const float* ap = a;
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
+    const auto at = [&](const float* in_place, int64_t r) {
+      if constexpr (rows == Rows::kPacked) {
+        return ap + r;
+      } else {
+        return in_place + p;
+      }
+    };
     const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
-    __m256 av = _mm256_broadcast_ss(a0 + p);
+    __m256 av = _mm256_broadcast_ss(at(r0, 0));
     c00 = _mm256_fmadd_ps(av, b0, c00);
     c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(a1 + p);
+    av = _mm256_broadcast_ss(at(r1, 1));
     c10 = _mm256_fmadd_ps(av, b0, c10);
     c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(a2 + p);
+    av = _mm256_broadcast_ss(at(r2, 2));
     c20 = _mm256_fmadd_ps(av, b0, c20);
     c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(a3 + p);
+    av = _mm256_broadcast_ss(at(r3, 3));
     c30 = _mm256_fmadd_ps(av, b0, c30);
     c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(a4 + p);
+    av = _mm256_broadcast_ss(at(r4, 4));
     c40 = _mm256_fmadd_ps(av, b0, c40);
     c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(a5 + p);
+    av = _mm256_broadcast_ss(at(r5, 5));
     c50 = _mm256_fmadd_ps(av, b0, c50);
     c51 = _mm256_fmadd_ps(av, b1, c51);
+    if constexpr (rows == Rows::kPacked) ap += kMr;
     b += kNr;
   }
   if (scale != 1.0f) {
@@ -270,6 +243,18 @@ TARGET void RowsKernel(int64_t kc, const float* a, int64_t lda, int64_t mr, cons
   Put(c + 3 * ldc, c30, c31, accumulate);
   Put(c + 4 * ldc, c40, c41, accumulate);
   Put(c + 5 * ldc, c50, c51, accumulate);
+}
+
+// A packed panel of x (PackX) times a packed panel of W.
+TARGET inline void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                          bool accumulate) {
+  Tile<Rows::kPacked>(kc, a, 0, kMr, b, c, ldc, accumulate, 1.0f);
+}
+
+// mr rows of x read in place times a packed panel of W, scaled.
+TARGET inline void RowsKernel(int64_t kc, const float* a, int64_t lda, int64_t mr, const float* b,
+                              float* c, int64_t ldc, bool accumulate, float scale) {
+  Tile<Rows::kInPlace>(kc, a, lda, mr, b, c, ldc, accumulate, scale);
 }
 
 // The mr x nr corner (mr <= kMr, nr <= kNr) of RowsKernel's tile: columns
