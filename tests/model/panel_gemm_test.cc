@@ -68,6 +68,21 @@ class Pool {
   core::ParallelForImpl previous_;
 };
 
+// sum_i a[i * sa] b[i * sb] over n terms in float64, and sum_i |terms|
+// (the scale of its rounding error).
+struct Sum {
+  double value = 0, size = 0;
+};
+Sum Float64Dot(const float* a, int64_t sa, const float* b, int64_t sb, int64_t n) {
+  Sum s;
+  for (int64_t i = 0; i < n; ++i) {
+    const double t = static_cast<double>(a[i * sa]) * b[i * sb];
+    s.value += t;
+    s.size += std::fabs(t);
+  }
+  return s;
+}
+
 struct Case {
   int64_t m, n, k;
 };
@@ -101,12 +116,8 @@ void Check(const Case& c, bool bf16, uint32_t seed) {
         if (!(got == 7.0f) && ++failures <= 3) ADD_FAILURE() << what << ": padding changed";
         continue;
       }
-      double sum = 0.0, size = 0.0;
-      for (int64_t j = 0; j < c.k; ++j) {
-        const double p = static_cast<double>(x[r * ldx + j]) * wf[col * ldw + j];
-        sum += p;
-        size += std::fabs(p);
-      }
+      const Sum dot = Float64Dot(&x[r * ldx], 1, &wf[col * ldw], 1, c.k);
+      const double sum = dot.value, size = dot.size;
       const double diff = std::fabs(got - sum);
       if (!(diff <= 1e-6 * size + 1e-6) && ++failures <= 3) {
         ADD_FAILURE() << what << ": (" << r << ", " << col << ") = " << got << ", float64 "
@@ -217,13 +228,8 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
         if (!(got == 7.0f) && ++failures <= 3) ADD_FAILURE() << what << ": score " << j << " written";
         continue;
       }
-      double sum = 0, size = 0;
-      for (int64_t e = 0; e < c.d; ++e) {
-        const double t = static_cast<double>(q[r * ldq + e]) * k[j * ldk + e];
-        sum += t;
-        size += std::fabs(t);
-      }
-      expect(got, sum * scale, size * scale, "s(" + std::to_string(r) + ", " + std::to_string(j) + ")");
+      const Sum dot = Float64Dot(&q[r * ldq], 1, &k[j * ldk], 1, c.d);
+      expect(got, dot.value * scale, dot.size * scale, "s(" + std::to_string(r) + ", " + std::to_string(j) + ")");
     }
     for (int64_t e = 0; e < ldo; ++e) {
       const float got = out[r * ldo + e];
@@ -231,13 +237,9 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
         if (!(got == 7.0f) && ++failures <= 3) ADD_FAILURE() << what << ": out padding written";
         continue;
       }
-      double sum = 0, size = 0;
-      for (int64_t j = c.first; j < c.last; ++j) {
-        const double t = static_cast<double>(p[r * lds + j]) * v[j * ldv + e];
-        sum += t;
-        size += std::fabs(t);
-      }
-      expect(got, sum, size, "out(" + std::to_string(r) + ", " + std::to_string(e) + ")");
+      const Sum dot = Float64Dot(&p[r * lds + c.first], 1, &v[c.first * ldv + e], ldv,
+                                 c.last - c.first);
+      expect(got, dot.value, dot.size, "out(" + std::to_string(r) + ", " + std::to_string(e) + ")");
     }
   }
 }
