@@ -23,6 +23,8 @@ constexpr int64_t kNr = 16;
 constexpr int64_t kMc = 72;
 constexpr int64_t kKc = 512;
 constexpr int64_t kNc = 512;
+// The fewest panels of W a thread takes at a time (at the end of a product).
+constexpr int64_t kMinPanels = 2;
 // The most a chunk of rows of x takes once packed.
 constexpr int64_t kPackedRowsBytes = int64_t{16} << 20;
 
@@ -135,12 +137,28 @@ float LoadOne(const void* w, int64_t at) {
 // (zeros past the last row).
 template <PanelWeights type>
 TARGET void PackW(const void* w, int64_t ldw, int64_t rows, int64_t kc, float* out) {
+  constexpr int64_t kWeightBytes = type == PanelWeights::kFloat32 ? 4 : 2;
+  // One prefetch per row for every 64-byte line the loads move through,
+  // two lines ahead of them.
+  constexpr int64_t kPrefetchEvery = 64 / kWeightBytes;
+  constexpr int64_t kPrefetchAheadBytes = 128;
   for (int64_t j = 0; j < rows; j += kNr) {
     const int64_t nr = std::min(kNr, rows - j);
     float* panel = out + j * kc;
     int64_t p = 0;
     if (nr == kNr) {
       for (; p + 8 <= kc; p += 8) {
+        // Sixteen rows are read side by side, more streams than the
+        // hardware prefetcher follows: each row's next lines are asked for
+        // ahead of the loads.
+        if (p % kPrefetchEvery == 0) {
+          for (int64_t r = 0; r < kNr; ++r) {
+            _mm_prefetch(reinterpret_cast<const char*>(static_cast<const char*>(w) +
+                                                       ((j + r) * ldw + p) * kWeightBytes +
+                                                       kPrefetchAheadBytes),
+                         _MM_HINT_T0);
+          }
+        }
         for (int64_t half = 0; half < 2; ++half) {
           const int64_t base = (j + half * 8) * ldw + p;
           __m256 r0 = Load8<type>(w, base), r1 = Load8<type>(w, base + ldw);
@@ -345,27 +363,39 @@ void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeigh
   const size_t need = static_cast<size_t>((most_rows + kMr - 1) / kMr * kMr * k);
   if (packed.size() < need) packed.resize(need);
   float* const px = packed.data();
-  // Blocks of at most kNc columns (at least kMinBlocks of them where n has
-  // that many panels), handed out one at a time to whichever thread asks
-  // next: no thread waits for another's fixed share on a machine whose
-  // cores are not equally fast at every moment, and a product of few
-  // columns still keeps every thread busy.
-  constexpr int64_t kMinBlocks = 16;
+  // Blocks of columns handed out one at a time to whichever thread asks
+  // next, each a share of what is left (guided scheduling): kNc columns
+  // while much is left, fewer towards the end, down to kMinPanels panels,
+  // so that the threads finish together on a machine whose cores are not
+  // equally fast at every moment, and a product of few columns still keeps
+  // every thread busy.
   const int64_t panels = (n + kNr - 1) / kNr;
-  const int64_t blocks = std::max((n + kNc - 1) / kNc, std::min(kMinBlocks, panels));
-  const int64_t width = (panels + blocks - 1) / blocks * kNr;
-  const int64_t count = (n + width - 1) / width;
   for (int64_t r0 = 0; r0 < m; r0 += chunk_rows) {
     const int64_t rows = std::min(chunk_rows, m - r0);
     core::ParallelFor((rows + kMr - 1) / kMr, 4, [&](int64_t begin, int64_t end) {
       const int64_t i0 = begin * kMr, i1 = std::min(rows, end * kMr);
       PackX(x + (r0 + i0) * ldx, ldx, i1 - i0, k, px + i0 * k);
     });
+    // The next block: panels [first, first + take) of what is left, a
+    // share of it for each thread that has joined, twice over.
     std::atomic<int64_t> next{0};
+    std::atomic<int64_t> joined{0};
+    const auto grab = [&](int64_t& first, int64_t& take) {
+      first = next.load(std::memory_order_relaxed);
+      while (first < panels) {
+        const int64_t left = panels - first;
+        take = std::min(left, std::clamp(left / (2 * joined.load(std::memory_order_relaxed)),
+                                         kMinPanels, kNc / kNr));
+        if (next.compare_exchange_weak(first, first + take, std::memory_order_relaxed)) return true;
+      }
+      return false;
+    };
     float* const yc = y + r0 * ldy;
-    core::ParallelFor(count, 1, [&](int64_t, int64_t) {
-      for (int64_t b = next.fetch_add(1); b < count; b = next.fetch_add(1)) {
-        const int64_t j0 = b * width, j1 = std::min(n, j0 + width);
+    core::ParallelFor(panels, 1, [&](int64_t, int64_t) {
+      joined.fetch_add(1, std::memory_order_relaxed);
+      int64_t first = 0, take = 0;
+      while (grab(first, take)) {
+        const int64_t j0 = first * kNr, j1 = std::min(n, (first + take) * kNr);
         if (type == PanelWeights::kFloat32) {
           Columns<PanelWeights::kFloat32>(px, rows, w, k, ldw, yc, ldy, j0, j1);
         } else {
