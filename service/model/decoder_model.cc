@@ -655,22 +655,23 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
     ATTNSCOPE_ASSIGN_OR_RETURN(DecoderWeights weights, LoadDecoderWeights(config, loader));
     const bool stored_bf16 = weights.embed.scalar_type() == at::kBFloat16;
     MoveWeights(weights, device);
+    // Each matrix is packed and its source let go before the next is read:
+    // the checkpoint's pages of a mapped matrix are dropped (the packed copy
+    // takes their place in memory), a converted or fused copy is freed and
+    // its buffer unmapped at once (the tensor cache would keep up to 256 MiB
+    // of them, raising the peak while loading far above the loaded model's
+    // memory). For oneDNN on AVX-512 CPUs every matrix; for the AVX2 kernel
+    // a BF16 checkpoint's head (decoder_weights.h, PackLayout).
+    const auto release = [&](const at::Tensor& t) {
+      return mapped->DropPages(t.data_ptr(), static_cast<size_t>(t.numel()) * t.element_size());
+    };
+    const auto let_go = [&] {
+      if (cache != nullptr) cache->Trim();
+    };
     if (device.is_cpu() && ChosenGemmBackend() == GemmBackend::kOneDnn) {
-      // Each matrix is packed and its source let go before the next is read:
-      // the checkpoint's pages of a mapped F32 matrix are dropped (the
-      // packed copy takes their place in memory), a converted copy is freed
-      // and its buffer unmapped at once (the tensor cache would keep up to
-      // 256 MiB of them, raising the peak while loading far above the
-      // loaded model's memory).
-      PackMatrices(
-          weights, PackedType::kFloat32,
-          [&](const at::Tensor& t) {
-            return mapped->DropPages(t.data_ptr(),
-                                     static_cast<size_t>(t.numel()) * t.element_size());
-          },
-          [&] {
-            if (cache != nullptr) cache->Trim();
-          });
+      PackMatrices(weights, PackedType::kFloat32, release, let_go);
+    } else if (device.is_cpu() && PanelProducts() && stored_bf16) {
+      PackMatrices(weights, PackedType::kBfloat16, release, let_go, PackLayout::kBf16HeadPanels);
     }
     if (cache != nullptr) cache->Trim();  // the temporaries of converting and fusing
     return std::unique_ptr<LanguageModel>(new DecoderModel(config, std::move(weights), device, stored_bf16));

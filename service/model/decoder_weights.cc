@@ -240,20 +240,30 @@ void ForEachLinear(DecoderWeights& w, const std::function<void(LinearWeights&)>&
 
 void PackMatrices(DecoderWeights& w, PackedType type,
                   const std::function<bool(const at::Tensor&)>& release,
-                  const std::function<void()>& let_go) {
+                  const std::function<void()>& let_go, PackLayout layout) {
   // A bfloat16 matrix (a BF16 checkpoint's) is packed as it is, whatever
   // `type`: its float32 products widen it chunk by chunk (Operands::kFloat32).
   auto packed_type = [&](const at::Tensor& t) {
     return t.scalar_type() == at::kBFloat16 ? PackedType::kBfloat16 : type;
   };
-  auto pack = [&](const at::Tensor& t) {
+  // Null where the layout leaves the matrix as it is.
+  auto pack = [&](const at::Tensor& t) -> std::shared_ptr<const PackedMatrix> {
     const bool bf16 = t.scalar_type() == at::kBFloat16;
+    if (layout == PackLayout::kBf16HeadPanels) {
+      if (!bf16 || t.stride(1) != 1) return nullptr;
+      auto memory = std::make_shared<at::Tensor>(
+          at::empty({PackedMatrix::PanelBytes(t.size(0), t.size(1)) / 2}, at::kBFloat16));
+      void* out = memory->data_ptr();
+      return PackedMatrix::PackPanels(reinterpret_cast<const uint16_t*>(t.data_ptr()), t.size(0),
+                                      t.size(1), t.stride(0), out, std::move(memory));
+    }
     return PackedMatrix::Pack(t.data_ptr(), bf16 ? PackedType::kBfloat16 : PackedType::kFloat32,
                               t.size(0), t.size(1), t.stride(0), t.stride(1), packed_type(t));
   };
   auto linear = [&](LinearWeights& l) {
     if (!l.weight.defined()) return;
     l.packed = pack(l.weight);
+    if (l.packed == nullptr) return;
     if (!release(l.weight)) {
       l.weight = at::Tensor();
       if (let_go) let_go();
@@ -261,8 +271,7 @@ void PackMatrices(DecoderWeights& w, PackedType type,
   };
   // The head first: it is the largest, and its source and packed copy
   // coexist for a moment before the source goes.
-  if (w.head.defined()) {
-    w.head_packed = pack(w.head);
+  if (w.head.defined() && (w.head_packed = pack(w.head)) != nullptr) {
     const bool tied = w.head.is_same(w.embed);
     const bool mapped = release(w.head);
     // A tied head packed with the embedding's own values (float32, or a
@@ -276,7 +285,7 @@ void PackMatrices(DecoderWeights& w, PackedType type,
       if (let_go) let_go();
     }
   }
-  ForEachLinear(w, linear);
+  if (layout == PackLayout::kOneDnn) ForEachLinear(w, linear);
 }
 
 at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Tensor& bias,
@@ -388,8 +397,9 @@ at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at
 
 at::Tensor LinearActivated(const at::Tensor& x, const LinearWeights& w, Activation activation,
                            Operands operands) {
-  if (!w.packed) {
-    at::Tensor y = Linear(x, w);
+  if (!w.packed || !w.packed->FusesEpilogue()) {
+    at::Tensor y = w.packed ? PackedLinear(x, *w.packed, w.bias, Epilogue::kNone, operands)
+                            : Linear(x, w);
     ActivateInPlace(y, activation);
     return y;
   }

@@ -93,9 +93,17 @@ void ForEachLinear(DecoderWeights& w, const std::function<void(LinearWeights&)>&
 // copy), which is then let go, except the embedding a tied head shares, and
 // `let_go` (if set) is called: LoadDecoder unmaps the copy's buffer there at
 // once, so that the packed copies do not pile up beside the converted ones.
+//
+// kBf16HeadPanels instead packs only a bfloat16 head (rows dense) for the
+// AVX2 kernel (PackedMatrix::PackPanels; `type` unused), on CPUs without
+// AVX-512: the head is multiplied once per block of logit rows and would be
+// packed again for each, while a projection's product packs each block of
+// its weights once for all of a pass's rows. Everything else stays as it is.
+enum class PackLayout { kOneDnn, kBf16HeadPanels };
 void PackMatrices(DecoderWeights& w, PackedType type,
                   const std::function<bool(const at::Tensor&)>& release,
-                  const std::function<void()>& let_go = {});
+                  const std::function<void()>& let_go = {},
+                  PackLayout layout = PackLayout::kOneDnn);
 
 // y = x W^T + b over the last dimension, in float32 (a bfloat16 W, packed
 // or not, widened just before its products).

@@ -502,6 +502,11 @@ class BlockedOffsets {
 struct PackedMatrix::Impl {
   std::unique_ptr<WeightBuffer> buffer;  // every chunk's memory
   std::vector<Chunk> chunks;
+  // Or, packed for PanelGemm (PackPanels): bfloat16 panels in memory the
+  // caller allocated (kept alive by `panel_owner`), no chunks.
+  std::shared_ptr<void> panel_owner;
+  const uint16_t* panels = nullptr;
+  bool panel_layout = false;
 
   // The chunks of an n x k matrix stored as `type`, in one new buffer.
   static std::unique_ptr<Impl> Make(int64_t n, int64_t k, PackedType type) {
@@ -524,13 +529,43 @@ PackedMatrix::PackedMatrix(int64_t n, int64_t k, PackedType type, std::unique_pt
 
 PackedMatrix::~PackedMatrix() = default;
 
+int64_t PackedMatrix::PanelBytes(int64_t n, int64_t k) {
+  return Bf16PanelElements(n, k) * static_cast<int64_t>(sizeof(uint16_t));
+}
+
+std::shared_ptr<const PackedMatrix> PackedMatrix::PackPanels(const uint16_t* w, int64_t n,
+                                                             int64_t k, int64_t stride_n,
+                                                             void* out,
+                                                             std::shared_ptr<void> owner) {
+  if (!PanelGemmAvailable()) {
+    throw std::runtime_error("packing for the AVX2 kernel on a CPU without AVX2 and FMA");
+  }
+  if (reinterpret_cast<uintptr_t>(out) % 32 != 0) {
+    throw std::invalid_argument("PackedMatrix::PackPanels: the panels' memory must be 32-byte aligned");
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->panel_layout = true;
+  impl->panel_owner = std::move(owner);
+  impl->panels = static_cast<const uint16_t*>(out);
+  // The source's pages mapped in one call rather than a fault per page.
+  Prefault(w, static_cast<size_t>((n - 1) * stride_n + k) * sizeof(uint16_t));
+  PackBf16Panels(w, stride_n, n, k, static_cast<uint16_t*>(out));
+  return std::shared_ptr<const PackedMatrix>(
+      new PackedMatrix(n, k, PackedType::kBfloat16, std::move(impl)));
+}
+
+bool PackedMatrix::FusesEpilogue() const { return !impl_->panel_layout; }
+
 size_t PackedMatrix::bytes() const {
+  if (impl_->panel_layout) return static_cast<size_t>(PanelBytes(n_, k_));
   size_t total = 0;
   for (const Chunk& c : impl_->chunks) total += c.desc.get_size();
   return total;
 }
 
-int64_t PackedMatrix::chunks() const { return static_cast<int64_t>(impl_->chunks.size()); }
+int64_t PackedMatrix::chunks() const {
+  return impl_->panel_layout ? 1 : static_cast<int64_t>(impl_->chunks.size());
+}
 
 std::shared_ptr<const PackedMatrix> PackedMatrix::Pack(const float* w, int64_t n, int64_t k,
                                                        int64_t stride_n, int64_t stride_k,
@@ -561,6 +596,10 @@ std::shared_ptr<const PackedMatrix> PackedMatrix::Pack(const void* w, PackedType
 }
 
 std::shared_ptr<const PackedMatrix> PackedMatrix::Converted(PackedType type) const {
+  if (impl_->panel_layout) {
+    throw std::invalid_argument("PackedMatrix::Converted: a matrix packed for the AVX2 kernel "
+                                "is bfloat16 only");
+  }
   try {
     std::unique_ptr<Impl> impl = Impl::Make(n_, k_, type);
     dnnl::stream& stream = ThreadStream();
@@ -587,6 +626,7 @@ std::shared_ptr<const PackedMatrix> PackedMatrix::Converted(PackedType type) con
 }
 
 std::string PackedMatrix::Implementation(int64_t m) const {
+  if (impl_->panel_layout) return "panel:avx2_bf16";
   try {
     const Chunk& c = impl_->chunks.front();
     const PackedType kernel = KernelType(type_);
@@ -598,6 +638,19 @@ std::string PackedMatrix::Implementation(int64_t m) const {
 }
 
 void PackedMatrix::GatherRows(const int64_t* ids, int64_t count, float* out) const {
+  if (impl_->panel_layout) {
+    const uint16_t* panels = impl_->panels;
+    for (int64_t r = 0; r < count; ++r) {
+      const int64_t id = ids[r];
+      if (id < 0 || id >= n_) {
+        throw std::out_of_range("row " + std::to_string(id) + " of a packed matrix of " +
+                                std::to_string(n_) + " rows");
+      }
+      float* dst = out + r * k_;
+      for (int64_t j = 0; j < k_; ++j) dst[j] = vmath::Bf16ToFloat(Bf16PanelValue(panels, k_, id, j));
+    }
+    return;
+  }
   const std::vector<Chunk>& chunks = impl_->chunks;
   // Per chunk, the column part of each entry's offset, made when first needed.
   std::vector<std::vector<int64_t>> columns(chunks.size());
@@ -633,6 +686,30 @@ void PackedMatrix::Multiply(const float* x, int64_t m, int64_t ldx, const float*
   if (m <= 0) return;
   if (ldy != n_) throw std::invalid_argument("PackedMatrix::Multiply: ldy must equal n");
   const PackedType asked = operands == Operands::kFloat32 ? PackedType::kFloat32 : type_;
+  if (impl_->panel_layout) {
+    if (epilogue != Epilogue::kNone) {
+      throw std::invalid_argument(
+          "PackedMatrix::Multiply: a matrix packed for the AVX2 kernel fuses no activation");
+    }
+    // Bfloat16 products: float32 products of x rounded to bfloat16 (exact).
+    const float* src = x;
+    if (asked == PackedType::kBfloat16) {
+      src = DenseRows(Scratch().dense, x, m, k_, ldx,
+                      [](float v) { return vmath::Bf16ToFloat(ToBf16(v)); });
+      ldx = k_;
+    }
+    PanelGemm(src, m, ldx, impl_->panels, PanelWeights::kBfloat16Panels, n_, k_, k_, y,
+              ldy);
+    if (bias != nullptr) {
+      core::ParallelFor(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n_, 1)),
+                        [&](int64_t begin, int64_t end) {
+                          for (int64_t r = begin; r < end; ++r) {
+                            for (int64_t j = 0; j < n_; ++j) y[r * ldy + j] += bias[j];
+                          }
+                        });
+    }
+    return;
+  }
   // Without a bfloat16 matmul, bfloat16 products run in float32 on rounded x.
   const PackedType compute = KernelType(asked);
   try {

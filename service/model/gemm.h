@@ -12,10 +12,12 @@
 // docs/performance-history.md, "Measurements behind choices in the code").
 // On CPUs without AVX-512 the BLAS multiplies.
 //
-// On the BLAS path, the model's weight matrices (float32, or bfloat16
-// widened while packed) are multiplied by the project's own kernel
-// (panel_gemm.h) where the CPU has AVX2 and FMA; the attention's products
-// stay with BLAS.
+// On the BLAS path, the model's weight matrices are multiplied by the
+// project's own kernel (panel_gemm.h) where the CPU has AVX2 and FMA,
+// packed block by block in each product where they lie (a BF16 one widened
+// while packed); a BF16 checkpoint's head, which each block of logit rows
+// multiplies, is packed once at load into the kernel's bfloat16 panels
+// (PackedMatrix::PackPanels).
 //
 // ATTNSCOPE_GEMM=auto (the default) | onednn | blas chooses; blas also
 // multiplies the weights by BLAS (bfloat16 ones after widening chunks).
@@ -96,6 +98,20 @@ class PackedMatrix {
   static std::shared_ptr<const PackedMatrix> Pack(const void* w, PackedType source, int64_t n,
                                                   int64_t k, int64_t stride_n, int64_t stride_k,
                                                   PackedType type);
+  // A bfloat16 W (n x k, rows dense, row stride stride_n) packed for the
+  // project's AVX2 kernel (panel_gemm.h), on CPUs without AVX-512 (where
+  // PanelGemmAvailable()): products in float32 on the bfloat16 values
+  // (Operands::kStored rounds x to bfloat16 first), the same bits as the
+  // kernel's products on the rows, with no packing per product. Its
+  // products fuse no activation (FusesEpilogue() false): the caller applies
+  // it. The panels go to `out` (PanelBytes(n, k) bytes, 32-byte aligned,
+  // the caller's: a model's tensor, from its tensor cache), kept alive by
+  // `owner`.
+  // std::runtime_error on a CPU without AVX2 and FMA.
+  static int64_t PanelBytes(int64_t n, int64_t k);
+  static std::shared_ptr<const PackedMatrix> PackPanels(const uint16_t* w, int64_t n, int64_t k,
+                                                        int64_t stride_n, void* out,
+                                                        std::shared_ptr<void> owner);
   ~PackedMatrix();
   PackedMatrix(const PackedMatrix&) = delete;
   PackedMatrix& operator=(const PackedMatrix&) = delete;
@@ -123,6 +139,9 @@ class PackedMatrix {
   // The name of the oneDNN kernel that multiplies m dense rows by this
   // matrix ("brg:avx512_core", ...; "ref:any" is its slow reference one).
   std::string Implementation(int64_t m) const;
+
+  // False for PackPanels' matrices: Multiply takes Epilogue::kNone only.
+  bool FusesEpilogue() const;
 
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }

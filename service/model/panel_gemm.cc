@@ -200,10 +200,17 @@ TARGET inline void Put(float* row, __m256 lo, __m256 hi, bool accumulate) {
 // consecutive; the tile's rows past mr repeat the last one).
 enum class Rows { kPacked, kInPlace };
 
+// How the kernel reads a panel of W: float32 (PackW: step p's kNr values
+// at b[16 p ..]), or bfloat16 pairs (PackBf16Panels: step p's 32 bytes hold,
+// in 32-bit lane i, column i in the low half and column 8 + i in the high
+// half), widened in registers: the low halves shifted up, the high ones
+// masked.
+enum class Panel { kFloat32, kBf16Pairs };
+
 // The kMr x kNr tile c (row stride ldc) = (accumulate ? c : 0) + scale *
 // the product of kMr rows of x and a packed panel of W over kc steps.
-template <Rows rows>
-TARGET void Tile(int64_t kc, const float* a, int64_t lda, int64_t mr, const float* b, float* c,
+template <Rows rows, Panel panel = Panel::kFloat32>
+TARGET void Tile(int64_t kc, const float* a, int64_t lda, int64_t mr, const void* bp, float* c,
                  int64_t ldc, bool accumulate, float scale) {
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
@@ -217,6 +224,9 @@ TARGET void Tile(int64_t kc, const float* a, int64_t lda, int64_t mr, const floa
   const auto row = [&](int64_t r) { return a + std::min(r, mr - 1) * lda; };
   const float *r0 = row(0), *r1 = row(1), *r2 = row(2), *r3 = row(3), *r4 = row(4), *r5 = row(5);
   const float* ap = a;
+  const float* b = static_cast<const float*>(bp);
+  const uint16_t* b16 = static_cast<const uint16_t*>(bp);
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     const auto at = [&](const float* in_place, int64_t r) {
@@ -226,7 +236,15 @@ TARGET void Tile(int64_t kc, const float* a, int64_t lda, int64_t mr, const floa
         return in_place + p;
       }
     };
-    const __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+    __m256 b0, b1;
+    if constexpr (panel == Panel::kFloat32) {
+      b0 = _mm256_load_ps(b);
+      b1 = _mm256_load_ps(b + 8);
+    } else {
+      const __m256i pairs = _mm256_load_si256(reinterpret_cast<const __m256i*>(b16));
+      b0 = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+      b1 = _mm256_castsi256_ps(_mm256_and_si256(pairs, high));
+    }
     __m256 av = _mm256_broadcast_ss(at(r0, 0));
     c00 = _mm256_fmadd_ps(av, b0, c00);
     c01 = _mm256_fmadd_ps(av, b1, c01);
@@ -246,7 +264,11 @@ TARGET void Tile(int64_t kc, const float* a, int64_t lda, int64_t mr, const floa
     c50 = _mm256_fmadd_ps(av, b0, c50);
     c51 = _mm256_fmadd_ps(av, b1, c51);
     if constexpr (rows == Rows::kPacked) ap += kMr;
-    b += kNr;
+    if constexpr (panel == Panel::kFloat32) {
+      b += kNr;
+    } else {
+      b16 += kNr;
+    }
   }
   if (scale != 1.0f) {
     const __m256 s = _mm256_set1_ps(scale);
@@ -264,9 +286,10 @@ TARGET void Tile(int64_t kc, const float* a, int64_t lda, int64_t mr, const floa
 }
 
 // A packed panel of x (PackX) times a packed panel of W.
-TARGET inline void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+template <Panel panel>
+TARGET inline void Kernel(int64_t kc, const float* a, const void* b, float* c, int64_t ldc,
                           bool accumulate) {
-  Tile<Rows::kPacked>(kc, a, 0, kMr, b, c, ldc, accumulate, 1.0f);
+  Tile<Rows::kPacked, panel>(kc, a, 0, kMr, b, c, ldc, accumulate, 1.0f);
 }
 
 // mr rows of x read in place times a packed panel of W, scaled.
@@ -297,10 +320,13 @@ int64_t BlockSize(int64_t n, int64_t most, int64_t unit) {
 
 // The columns [j0, j1) of rows [0, m) of y from x packed by PackX over the
 // whole of k (`px`): each block of k of W packed once, then multiplied by
-// every block of rows.
+// every block of rows. W packed at load (kBfloat16Panels, j0 a multiple of
+// kNr) is read where it lies.
 template <PanelWeights type>
 TARGET void Columns(const float* px, int64_t m, const void* w, int64_t k, int64_t ldw, float* y,
                     int64_t ldy, int64_t j0, int64_t j1) {
+  constexpr Panel kPanel =
+      type == PanelWeights::kBfloat16Panels ? Panel::kBf16Pairs : Panel::kFloat32;
   float* const pb = ThreadBuffers().b.get();
   const int64_t kc_size = BlockSize(k, kKc, 1);
   const int64_t mc_size = BlockSize(m, kMc, kMr);
@@ -311,23 +337,28 @@ TARGET void Columns(const float* px, int64_t m, const void* w, int64_t k, int64_
     const bool accumulate = pc > 0;
     if constexpr (type == PanelWeights::kFloat32) {
       PackW<type>(static_cast<const float*>(w) + j0 * ldw + pc, ldw, nc, kc, pb);
-    } else {
+    } else if constexpr (type == PanelWeights::kBfloat16) {
       PackW<type>(static_cast<const uint16_t*>(w) + j0 * ldw + pc, ldw, nc, kc, pb);
     }
     for (int64_t ic = 0; ic < m; ic += mc_size) {
       const int64_t mc = std::min(mc_size, m - ic);
       for (int64_t jr = 0; jr < nc; jr += kNr) {
         const int64_t nr = std::min(kNr, nc - jr);
-        const float* bpanel = pb + jr * kc;
+        const void* bpanel;
+        if constexpr (kPanel == Panel::kBf16Pairs) {
+          bpanel = static_cast<const uint16_t*>(w) + ((j0 + jr) / kNr * k + pc) * kNr;
+        } else {
+          bpanel = pb + jr * kc;
+        }
         for (int64_t ir = 0; ir < mc; ir += kMr) {
           const int64_t mr = std::min(kMr, mc - ir);
           const float* apanel = px + (ic + ir) * k + pc * kMr;
           float* c = y + (ic + ir) * ldy + j0 + jr;
           if (mr == kMr && nr == kNr) {
-            Kernel(kc, apanel, bpanel, c, ldy, accumulate);
+            Kernel<kPanel>(kc, apanel, bpanel, c, ldy, accumulate);
             continue;
           }
-          Kernel(kc, apanel, bpanel, edge, kNr, false);
+          Kernel<kPanel>(kc, apanel, bpanel, edge, kNr, false);
           for (int64_t r = 0; r < mr; ++r) {
             for (int64_t q = 0; q < nr; ++q) {
               c[r * ldy + q] = accumulate ? c[r * ldy + q] + edge[r * kNr + q] : edge[r * kNr + q];
@@ -396,14 +427,71 @@ void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeigh
       int64_t first = 0, take = 0;
       while (grab(first, take)) {
         const int64_t j0 = first * kNr, j1 = std::min(n, (first + take) * kNr);
-        if (type == PanelWeights::kFloat32) {
-          Columns<PanelWeights::kFloat32>(px, rows, w, k, ldw, yc, ldy, j0, j1);
-        } else {
-          Columns<PanelWeights::kBfloat16>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+        switch (type) {
+          case PanelWeights::kFloat32:
+            Columns<PanelWeights::kFloat32>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+            break;
+          case PanelWeights::kBfloat16:
+            Columns<PanelWeights::kBfloat16>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+            break;
+          case PanelWeights::kBfloat16Panels:
+            Columns<PanelWeights::kBfloat16Panels>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+            break;
         }
       }
     });
   }
+}
+
+int64_t Bf16PanelElements(int64_t n, int64_t k) { return (n + kNr - 1) / kNr * kNr * k; }
+
+namespace {
+
+// Panel j of PackBf16Panels: steps [0, k) of rows 16 j .. 16 j + 15.
+TARGET void PackBf16Panel(const uint16_t* w, int64_t ldw, int64_t n, int64_t k, int64_t j,
+                          uint16_t* panel) {
+  const int64_t row0 = j * kNr;
+  int64_t p = 0;
+  if (row0 + kNr <= n) {
+    // Eight steps at a time: lane i of step p pairs rows i and 8 + i
+    // (unpack), then the 8 x 8 block of pairs transposed to step order.
+    for (; p + 8 <= k; p += 8) {
+      __m256 u[8];
+      for (int64_t i = 0; i < 8; ++i) {
+        const __m128i lo =
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + (row0 + i) * ldw + p));
+        const __m128i hi =
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + (row0 + 8 + i) * ldw + p));
+        u[i] = _mm256_castsi256_ps(
+            _mm256_set_m128i(_mm_unpackhi_epi16(lo, hi), _mm_unpacklo_epi16(lo, hi)));
+      }
+      Transpose8(u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7]);
+      for (int64_t q = 0; q < 8; ++q) {
+        _mm256_store_ps(reinterpret_cast<float*>(panel + (p + q) * kNr), u[q]);
+      }
+    }
+  }
+  for (int64_t i = 0; i < kNr; ++i) {
+    // Row 16 j + i: the low half of lane i (i < 8) or the high half of lane
+    // i - 8 (zeros past row n).
+    const int64_t row = row0 + i;
+    const int64_t slot = i < 8 ? 2 * i : 2 * (i - 8) + 1;
+    for (int64_t q = p; q < k; ++q) panel[q * kNr + slot] = row < n ? w[row * ldw + q] : 0;
+  }
+}
+
+}  // namespace
+
+void PackBf16Panels(const uint16_t* w, int64_t ldw, int64_t n, int64_t k, uint16_t* out) {
+  core::ParallelFor((n + kNr - 1) / kNr, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t j = begin; j < end; ++j) PackBf16Panel(w, ldw, n, k, j, out + j * kNr * k);
+  });
+}
+
+uint16_t Bf16PanelValue(const uint16_t* panels, int64_t k, int64_t row, int64_t p) {
+  const int64_t i = row % kNr;
+  const int64_t slot = i < 8 ? 2 * i : 2 * (i - 8) + 1;
+  return panels[(row / kNr * k + p) * kNr + slot];
 }
 
 int64_t PanelFloats(int64_t n, int64_t d) { return (n + kNr - 1) / kNr * kNr * d; }

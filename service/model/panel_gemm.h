@@ -8,14 +8,19 @@
 // difference from a BLAS call on a widened copy: a bfloat16 W is widened to
 // float32 while its block is packed (exactly: the bits shifted up), so the
 // weights are read once, in their own type, and no float32 copy of a matrix
-// or of a chunk of one is ever made.
+// or of a chunk of one is ever made. A W multiplied many times a pass (a
+// BF16 checkpoint's head, once per block of logit rows) can be laid out
+// once, at load, as the kernel reads it (PackBf16Panels) instead.
 #pragma once
 
 #include <cstdint>
 
 namespace attnscope::model {
 
-enum class PanelWeights { kFloat32, kBfloat16 };
+// W as the checkpoint holds it (rows dense, row stride ldw; packed block by
+// block while it is multiplied), or bfloat16 packed once ahead
+// (PackBf16Panels; ldw unused).
+enum class PanelWeights { kFloat32, kBfloat16, kBfloat16Panels };
 
 // True where this CPU runs the kernel (AVX2 and FMA).
 bool PanelGemmAvailable();
@@ -27,6 +32,18 @@ bool PanelGemmAvailable();
 // call from several threads at once. Requires PanelGemmAvailable().
 void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeights type,
                int64_t n, int64_t k, int64_t ldw, float* y, int64_t ldy);
+
+// A bfloat16 W (n x k, row stride ldw) laid out once, ahead of its
+// products, as the kernel reads it: panels of 16 rows, each step's 16 values
+// together (rows 16 j .. 16 j + 7 in the low halves of eight 32-bit lanes,
+// 16 j + 8 .. 16 j + 15 in the high halves; zeros past row n), widened to
+// float32 in registers. The same products as from the rows, to the bit;
+// no packing per product. Bf16PanelElements(n, k) 16-bit values, 32-byte
+// aligned. Runs on the installed pool.
+int64_t Bf16PanelElements(int64_t n, int64_t k);
+void PackBf16Panels(const uint16_t* w, int64_t ldw, int64_t n, int64_t k, uint16_t* out);
+// W[row][p] (its 16 bits) from the panels.
+uint16_t Bf16PanelValue(const uint16_t* panels, int64_t k, int64_t row, int64_t p);
 
 // Attention's two products on the same kernel, single-threaded (heads run
 // in parallel around them), on keys and values packed once per layer and

@@ -3,7 +3,8 @@
 // ATTNSCOPE_GEMM=blas and =onednn): Sgemm as the attention kernel calls it,
 // oneDNN's packed matrices in float32 and bfloat16, their row lookup, NaN,
 // threads, the primitive cache's eviction, and that model-shaped products
-// take oneDNN's fast kernels where the CPU has AVX-512.
+// take oneDNN's fast kernels where the CPU has AVX-512; and bfloat16
+// matrices packed for the project's AVX2 kernel.
 #include "service/model/gemm.h"
 
 #include <cmath>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "service/model/panel_gemm.h"
 
 namespace attnscope::model {
 namespace {
@@ -413,6 +415,70 @@ TEST(PackedMatrix, ModelShapesTakeTheFastKernels) {
       }
     }
   }
+}
+
+// A bfloat16 matrix packed for the AVX2 kernel (what a BF16 checkpoint's
+// matrices become on CPUs without AVX-512): float32 products on its values,
+// bfloat16 ones on x rounded too, bias, strided x, its rows exactly, and
+// what it refuses (an activation to fuse, conversion, a row outside it).
+TEST(PackedMatrix, PanelsForTheAvx2KernelMultiplyAndGatherTheirBfloat16Values) {
+  if (!PanelGemmAvailable()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  const int64_t n = 133, k = 200, ldw = 203;
+  const std::vector<float> source = Random(n * ldw, 21);
+  std::vector<uint16_t> bits(source.size());
+  std::vector<float> w(source.size());  // the bfloat16 values, widened
+  for (size_t i = 0; i < bits.size(); ++i) {
+    w[i] = RoundBf16(source[i]);
+    uint32_t u;
+    std::memcpy(&u, &w[i], sizeof u);
+    bits[i] = static_cast<uint16_t>(u >> 16);
+  }
+  auto memory = std::make_shared<std::vector<uint64_t>>(
+      static_cast<size_t>(PackedMatrix::PanelBytes(n, k)) / sizeof(uint64_t) + 4);
+  const auto at = reinterpret_cast<uintptr_t>(memory->data());
+  void* out = reinterpret_cast<char*>(memory->data()) + (32 - at % 32) % 32;
+  const auto packed = PackedMatrix::PackPanels(bits.data(), n, k, ldw, out, memory);
+  EXPECT_EQ(packed->n(), n);
+  EXPECT_EQ(packed->k(), k);
+  EXPECT_EQ(packed->type(), PackedType::kBfloat16);
+  EXPECT_FALSE(packed->FusesEpilogue());
+  EXPECT_GE(packed->bytes(), static_cast<size_t>(n * k) * sizeof(uint16_t));
+  EXPECT_LT(packed->bytes(), static_cast<size_t>(n + 16) * k * sizeof(uint16_t));
+  EXPECT_EQ(packed->Implementation(64), "panel:avx2_bf16");
+  const std::vector<float> bias = Random(n, 22);
+  for (int64_t m : {1, 7, 64, 333}) {
+    for (int64_t ldx : {k, k + 5}) {
+      const std::vector<float> x = Random(m * ldx, 23 + static_cast<uint32_t>(m));
+      std::vector<float> y(m * n, -1.0f), y16(m * n, -1.0f);
+      packed->Multiply(x.data(), m, ldx, bias.data(), y.data(), n, Epilogue::kNone,
+                       Operands::kFloat32);
+      packed->Multiply(x.data(), m, ldx, nullptr, y16.data(), n, Epilogue::kNone,
+                       Operands::kStored);
+      const std::string what = "m=" + std::to_string(m) + " ldx=" + std::to_string(ldx);
+      ExpectProduct(
+          y.data(), n, m, n, k, [&](int64_t r, int64_t j) { return x[r * ldx + j]; },
+          [&](int64_t j, int64_t c) { return w[c * ldw + j]; }, bias.data(), 1e-5,
+          "float32 operands " + what);
+      ExpectProduct(
+          y16.data(), n, m, n, k, [&](int64_t r, int64_t j) { return RoundBf16(x[r * ldx + j]); },
+          [&](int64_t j, int64_t c) { return w[c * ldw + j]; }, nullptr, 1e-5,
+          "stored (bfloat16) operands " + what);
+    }
+  }
+  const std::vector<int64_t> ids = {0, n - 1, 17, 17, 15, 16};
+  std::vector<float> rows(ids.size() * k, -1.0f);
+  packed->GatherRows(ids.data(), static_cast<int64_t>(ids.size()), rows.data());
+  for (size_t r = 0; r < ids.size(); ++r) {
+    for (int64_t j = 0; j < k; ++j) {
+      ASSERT_EQ(rows[r * k + j], w[ids[r] * ldw + j]) << "row " << ids[r] << " column " << j;
+    }
+  }
+  const int64_t bad[] = {n};
+  EXPECT_THROW(packed->GatherRows(bad, 1, rows.data()), std::out_of_range);
+  std::vector<float> x(k, 1.0f), y(n);
+  EXPECT_THROW(packed->Multiply(x.data(), 1, k, nullptr, y.data(), n, Epilogue::kSilu),
+               std::invalid_argument);
+  EXPECT_THROW(packed->Converted(PackedType::kFloat32), std::invalid_argument);
 }
 
 TEST(Gemm, DescriptionNamesTheBackend) {

@@ -1,7 +1,8 @@
 // PackMatrices (decoder_weights.h): what happens to a matrix's source once
 // it is packed, for the three kinds of head a checkpoint gives: a converted
 // tied head (F16 / BF16 checkpoints), a converted untied one, and a tied one
-// viewed in the mapped file (F32 checkpoints).
+// viewed in the mapped file (F32 checkpoints); and a BF16 head packed for
+// the AVX2 kernel.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 
 #include "service/model/decoder_weights.h"
 #include "service/model/gemm.h"
+#include "service/model/panel_gemm.h"
 
 namespace attnscope::model {
 namespace {
@@ -86,6 +88,43 @@ TEST(PackMatricesTest, ConvertedProjectionsAreLetGoOneByOne) {
     EXPECT_FALSE(l.qkv.weight.defined());
     EXPECT_NE(l.o.packed, nullptr);
     EXPECT_FALSE(l.o.weight.defined());
+  }
+}
+
+// On CPUs without AVX-512: a BF16 checkpoint's head packed for the AVX2
+// kernel, its source let go; its panels serve a tied embedding's lookups
+// with its values exactly; the projections are left as they are (each
+// product packs its blocks).
+TEST(PackMatricesTest, Bf16HeadPanelsTakeTheHeadAndServeATiedEmbedding) {
+  if (!PanelGemmAvailable()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  DecoderWeights w;
+  w.embed = at::randn({kVocab, kWidth}).to(at::kBFloat16);  // owned, as a fused or converted copy
+  w.head = w.embed;
+  const at::Tensor values = w.embed.to(at::kFloat);
+  w.layers.resize(1);
+  w.layers[0].qkv.weight = at::randn({3 * kWidth, kWidth}).to(at::kBFloat16);
+  w.layers[0].o.weight = at::randn({kWidth, kWidth});
+  int let_go = 0;
+  PackMatrices(
+      w, PackedType::kBfloat16, [](const at::Tensor&) { return false; }, [&] { ++let_go; },
+      PackLayout::kBf16HeadPanels);
+  EXPECT_EQ(let_go, 1);  // the head, with the embedding it serves
+  ASSERT_NE(w.head_packed, nullptr);
+  EXPECT_FALSE(w.head_packed->FusesEpilogue());
+  EXPECT_TRUE(w.embed_in_head);
+  EXPECT_FALSE(w.embed.defined());
+  EXPECT_FALSE(w.head.defined());
+  EXPECT_EQ(w.layers[0].qkv.packed, nullptr);
+  EXPECT_TRUE(w.layers[0].qkv.weight.defined());
+  EXPECT_EQ(w.layers[0].o.packed, nullptr);
+  EXPECT_TRUE(w.layers[0].o.weight.defined());
+  const std::vector<int64_t> ids = {kVocab - 1, 0, 16, 3};
+  const std::vector<float> got = Gathered(w, ids);
+  for (size_t r = 0; r < ids.size(); ++r) {
+    for (int64_t c = 0; c < kWidth; ++c) {
+      EXPECT_EQ(got[r * kWidth + static_cast<size_t>(c)], values[ids[r]][c].item<float>())
+          << "row " << ids[r] << " column " << c;
+    }
   }
 }
 

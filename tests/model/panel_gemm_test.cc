@@ -3,7 +3,9 @@
 // 6 x 16 tiles and of its blocks, strided operands, bfloat16 weights equal
 // to float32 weights of the same values bit for bit, NaN, and threads
 // (blocks handed out to a pool of three, calls from several threads at
-// once) giving the same bits as one thread; and attention's two products on
+// once) giving the same bits as one thread; bfloat16 weights packed ahead
+// (PackBf16Panels) giving the bits of the same weights packed per product;
+// and attention's two products on
 // keys and values packed once (PanelScores, PanelWeightedValues).
 #include "service/model/panel_gemm.h"
 
@@ -139,6 +141,63 @@ TEST(PanelGemm, MatchesFloat64SumsAtEveryEdgeOfTilesAndBlocks) {
   for (const Case& c : cases) {
     Check(c, /*bf16=*/false, seed);
     Check(c, /*bf16=*/true, seed + 7);
+    seed += 20;
+  }
+}
+
+// W packed ahead (PackBf16Panels, 32-byte aligned) for PanelGemm's
+// kBfloat16Panels.
+struct Panels {
+  Panels(const std::vector<uint16_t>& w, int64_t ldw, int64_t n, int64_t k)
+      : bits(static_cast<size_t>(Bf16PanelElements(n, k)) + 16, 0xFFFF) {
+    const auto at = reinterpret_cast<uintptr_t>(bits.data());
+    data = bits.data() + ((32 - at % 32) % 32) / sizeof(uint16_t);
+    PackBf16Panels(w.data(), ldw, n, k, data);
+  }
+  std::vector<uint16_t> bits;
+  uint16_t* data;
+};
+
+// Weights packed ahead give the bits of the same weights packed block by
+// block in each product (which MatchesFloat64SumsAtEveryEdgeOfTilesAndBlocks
+// checks against float64 sums), at every edge, on strided x and W; the
+// panels hold every value (Bf16PanelValue) and zeros past the last row.
+TEST(PanelGemm, Bfloat16PanelsPackedAheadGiveTheBitsOfTheRows) {
+  if (!PanelGemmAvailable()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  const std::vector<Case> cases = {
+      {1, 1, 1},    {1, 16, 8},   {5, 15, 7},    {6, 16, 8},     {7, 17, 9},   {13, 40, 300},
+      {72, 33, 64}, {73, 48, 513}, {150, 529, 37}, {11, 600, 1030}, {2, 3, 1100}, {97, 1031, 17}};
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    const std::string what =
+        "m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k);
+    const int64_t ldx = c.k + 3, ldw = c.k + 5, ldy = c.n + 2;
+    const std::vector<float> x = Random(c.m * ldx, seed);
+    const std::vector<float> wf = Random(c.n * ldw, seed + 1);
+    std::vector<uint16_t> w(wf.size());
+    for (size_t i = 0; i < w.size(); ++i) w[i] = Bf16Bits(wf[i]);
+    const Panels panels(w, ldw, c.n, c.k);
+    int wrong = 0;
+    for (int64_t row = 0; row < c.n; ++row) {
+      for (int64_t p = 0; p < c.k; ++p) {
+        wrong += Bf16PanelValue(panels.data, c.k, row, p) != w[row * ldw + p];
+      }
+    }
+    EXPECT_EQ(wrong, 0) << what << ": values not where Bf16PanelValue reads them";
+    const int64_t padded = Bf16PanelElements(c.n, c.k);
+    int64_t zeros = 0;
+    for (int64_t i = 0; i < padded; ++i) zeros += panels.data[i] == 0;
+    int64_t zero_values = 0;
+    for (int64_t row = 0; row < c.n; ++row) {
+      for (int64_t p = 0; p < c.k; ++p) zero_values += w[row * ldw + p] == 0;
+    }
+    EXPECT_EQ(zeros, padded - c.n * c.k + zero_values) << what << ": padding rows not zero";
+    std::vector<float> rows(c.m * ldy, 7.0f), ahead(c.m * ldy, 7.0f);
+    PanelGemm(x.data(), c.m, ldx, w.data(), PanelWeights::kBfloat16, c.n, c.k, ldw, rows.data(),
+              ldy);
+    PanelGemm(x.data(), c.m, ldx, panels.data, PanelWeights::kBfloat16Panels, c.n, c.k, c.k,
+              ahead.data(), ldy);
+    EXPECT_EQ(0, std::memcmp(rows.data(), ahead.data(), rows.size() * sizeof(float))) << what;
     seed += 20;
   }
 }
@@ -299,9 +358,17 @@ TEST(PanelGemm, ThreadsGiveTheBitsOfOneThread) {
     PanelGemm(x.data(), m, k, w.data(), PanelWeights::kBfloat16, n, k, k, y.data(), n);
     return y;
   };
+  const Panels panels(w, k, n, k);
+  const auto packed_ahead = [&] {
+    std::vector<float> y(m * n);
+    PanelGemm(x.data(), m, k, panels.data, PanelWeights::kBfloat16Panels, n, k, k, y.data(), n);
+    return y;
+  };
   const std::vector<float> one = product();
+  EXPECT_EQ(one, packed_ahead());
   Pool pool(3);
   EXPECT_EQ(one, product());
+  EXPECT_EQ(one, packed_ahead());
   // Several callers at once, each with the pool of three.
   std::vector<std::vector<float>> got(4);
   std::vector<std::thread> callers;
