@@ -447,6 +447,10 @@ int64_t Bf16PanelElements(int64_t n, int64_t k) { return (n + kNr - 1) / kNr * k
 
 namespace {
 
+// Where row i of a panel (0 .. 15) sits among a step's 16 values: the low
+// half of 32-bit lane i (i < 8) or the high half of lane i - 8.
+inline int64_t PanelSlot(int64_t i) { return i < 8 ? 2 * i : 2 * (i - 8) + 1; }
+
 // Panel j of PackBf16Panels: steps [0, k) of rows 16 j .. 16 j + 15.
 TARGET void PackBf16Panel(const uint16_t* w, int64_t ldw, int64_t n, int64_t k, int64_t j,
                           uint16_t* panel) {
@@ -471,11 +475,8 @@ TARGET void PackBf16Panel(const uint16_t* w, int64_t ldw, int64_t n, int64_t k, 
       }
     }
   }
-  for (int64_t i = 0; i < kNr; ++i) {
-    // Row 16 j + i: the low half of lane i (i < 8) or the high half of lane
-    // i - 8 (zeros past row n).
-    const int64_t row = row0 + i;
-    const int64_t slot = i < 8 ? 2 * i : 2 * (i - 8) + 1;
+  for (int64_t i = 0; i < kNr; ++i) {  // the steps left, and zeros past row n
+    const int64_t row = row0 + i, slot = PanelSlot(i);
     for (int64_t q = p; q < k; ++q) panel[q * kNr + slot] = row < n ? w[row * ldw + q] : 0;
   }
 }
@@ -489,9 +490,7 @@ void PackBf16Panels(const uint16_t* w, int64_t ldw, int64_t n, int64_t k, uint16
 }
 
 uint16_t Bf16PanelValue(const uint16_t* panels, int64_t k, int64_t row, int64_t p) {
-  const int64_t i = row % kNr;
-  const int64_t slot = i < 8 ? 2 * i : 2 * (i - 8) + 1;
-  return panels[(row / kNr * k + p) * kNr + slot];
+  return panels[(row / kNr * k + p) * kNr + PanelSlot(row % kNr)];
 }
 
 int64_t PanelFloats(int64_t n, int64_t d) { return (n + kNr - 1) / kNr * kNr * d; }
