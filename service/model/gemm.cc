@@ -638,16 +638,19 @@ std::string PackedMatrix::Implementation(int64_t m) const {
 }
 
 void PackedMatrix::GatherRows(const int64_t* ids, int64_t count, float* out) const {
+  // Every id checked before any row is written, whatever the layout.
+  for (int64_t r = 0; r < count; ++r) {
+    if (ids[r] < 0 || ids[r] >= n_) {
+      throw std::out_of_range("row " + std::to_string(ids[r]) + " of a packed matrix of " +
+                              std::to_string(n_) + " rows");
+    }
+  }
   if (impl_->panel_layout) {
-    const uint16_t* panels = impl_->panels;
     for (int64_t r = 0; r < count; ++r) {
-      const int64_t id = ids[r];
-      if (id < 0 || id >= n_) {
-        throw std::out_of_range("row " + std::to_string(id) + " of a packed matrix of " +
-                                std::to_string(n_) + " rows");
-      }
       float* dst = out + r * k_;
-      for (int64_t j = 0; j < k_; ++j) dst[j] = vmath::Bf16ToFloat(Bf16PanelValue(panels, k_, id, j));
+      for (int64_t j = 0; j < k_; ++j) {
+        dst[j] = vmath::Bf16ToFloat(Bf16PanelValue(impl_->panels, k_, ids[r], j));
+      }
     }
     return;
   }
@@ -656,10 +659,6 @@ void PackedMatrix::GatherRows(const int64_t* ids, int64_t count, float* out) con
   std::vector<std::vector<int64_t>> columns(chunks.size());
   for (int64_t r = 0; r < count; ++r) {
     const int64_t id = ids[r];
-    if (id < 0 || id >= n_) {
-      throw std::out_of_range("row " + std::to_string(id) + " of a packed matrix of " +
-                              std::to_string(n_) + " rows");
-    }
     size_t ci = 0;
     while (id >= chunks[ci].row0 + chunks[ci].rows) ++ci;
     const Chunk& c = chunks[ci];
