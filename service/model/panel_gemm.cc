@@ -197,7 +197,7 @@ TARGET inline void Put(float* row, __m256 lo, __m256 hi, bool accumulate) {
 
 // How the kernel reads its kMr rows of x: packed by PackX (step p's kMr
 // values together), or in place (row r at a + r * lda, its columns
-// consecutive; the tile's rows past mr repeat the last one).
+// consecutive).
 enum class Rows { kPacked, kInPlace };
 
 // How the kernel reads a panel of W: float32 (PackW: step p's kNr values
@@ -207,21 +207,24 @@ enum class Rows { kPacked, kInPlace };
 // masked.
 enum class Panel { kFloat32, kBf16Pairs };
 
-// The kMr x kNr tile c (row stride ldc) = (accumulate ? c : 0) + scale *
-// the product of kMr rows of x and a packed panel of W over kc steps.
-template <Rows rows, Panel panel = Panel::kFloat32>
-TARGET void Tile(int64_t kc, const float* a, int64_t lda, int64_t mr, const void* bp, float* c,
-                 int64_t ldc, bool accumulate, float scale) {
+// The kUsed x kNr tile c (row stride ldc) = (accumulate ? c : 0) + scale *
+// the product of kUsed rows of x and a packed panel of W over kc steps
+// (kUsed < kMr only in place: the last rows of a block of attention rows,
+// at the cost of their own rows only).
+template <Rows rows, Panel panel = Panel::kFloat32, int64_t kUsed = kMr>
+TARGET void Tile(int64_t kc, const float* a, int64_t lda, const void* bp, float* c, int64_t ldc,
+                 bool accumulate, float scale) {
+  static_assert(kUsed >= 1 && kUsed <= kMr && (rows == Rows::kInPlace || kUsed == kMr));
   __m256 c00 = _mm256_setzero_ps(), c01 = _mm256_setzero_ps();
   __m256 c10 = _mm256_setzero_ps(), c11 = _mm256_setzero_ps();
   __m256 c20 = _mm256_setzero_ps(), c21 = _mm256_setzero_ps();
   __m256 c30 = _mm256_setzero_ps(), c31 = _mm256_setzero_ps();
   __m256 c40 = _mm256_setzero_ps(), c41 = _mm256_setzero_ps();
   __m256 c50 = _mm256_setzero_ps(), c51 = _mm256_setzero_ps();
-  for (int64_t r = 0; r < kMr; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+  for (int64_t r = 0; r < kUsed; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
   // In place: row r's pointer, its value at step p at [p]. Packed: step
   // p's values at ap[0 .. kMr).
-  const auto row = [&](int64_t r) { return a + std::min(r, mr - 1) * lda; };
+  const auto row = [&](int64_t r) { return a + std::min(r, kUsed - 1) * lda; };
   const float *r0 = row(0), *r1 = row(1), *r2 = row(2), *r3 = row(3), *r4 = row(4), *r5 = row(5);
   const float* ap = a;
   const float* b = static_cast<const float*>(bp);
@@ -248,21 +251,31 @@ TARGET void Tile(int64_t kc, const float* a, int64_t lda, int64_t mr, const void
     __m256 av = _mm256_broadcast_ss(at(r0, 0));
     c00 = _mm256_fmadd_ps(av, b0, c00);
     c01 = _mm256_fmadd_ps(av, b1, c01);
-    av = _mm256_broadcast_ss(at(r1, 1));
-    c10 = _mm256_fmadd_ps(av, b0, c10);
-    c11 = _mm256_fmadd_ps(av, b1, c11);
-    av = _mm256_broadcast_ss(at(r2, 2));
-    c20 = _mm256_fmadd_ps(av, b0, c20);
-    c21 = _mm256_fmadd_ps(av, b1, c21);
-    av = _mm256_broadcast_ss(at(r3, 3));
-    c30 = _mm256_fmadd_ps(av, b0, c30);
-    c31 = _mm256_fmadd_ps(av, b1, c31);
-    av = _mm256_broadcast_ss(at(r4, 4));
-    c40 = _mm256_fmadd_ps(av, b0, c40);
-    c41 = _mm256_fmadd_ps(av, b1, c41);
-    av = _mm256_broadcast_ss(at(r5, 5));
-    c50 = _mm256_fmadd_ps(av, b0, c50);
-    c51 = _mm256_fmadd_ps(av, b1, c51);
+    if constexpr (kUsed > 1) {
+      av = _mm256_broadcast_ss(at(r1, 1));
+      c10 = _mm256_fmadd_ps(av, b0, c10);
+      c11 = _mm256_fmadd_ps(av, b1, c11);
+    }
+    if constexpr (kUsed > 2) {
+      av = _mm256_broadcast_ss(at(r2, 2));
+      c20 = _mm256_fmadd_ps(av, b0, c20);
+      c21 = _mm256_fmadd_ps(av, b1, c21);
+    }
+    if constexpr (kUsed > 3) {
+      av = _mm256_broadcast_ss(at(r3, 3));
+      c30 = _mm256_fmadd_ps(av, b0, c30);
+      c31 = _mm256_fmadd_ps(av, b1, c31);
+    }
+    if constexpr (kUsed > 4) {
+      av = _mm256_broadcast_ss(at(r4, 4));
+      c40 = _mm256_fmadd_ps(av, b0, c40);
+      c41 = _mm256_fmadd_ps(av, b1, c41);
+    }
+    if constexpr (kUsed > 5) {
+      av = _mm256_broadcast_ss(at(r5, 5));
+      c50 = _mm256_fmadd_ps(av, b0, c50);
+      c51 = _mm256_fmadd_ps(av, b1, c51);
+    }
     if constexpr (rows == Rows::kPacked) ap += kMr;
     if constexpr (panel == Panel::kFloat32) {
       b += kNr;
@@ -278,24 +291,31 @@ TARGET void Tile(int64_t kc, const float* a, int64_t lda, int64_t mr, const void
     c41 = _mm256_mul_ps(c41, s), c50 = _mm256_mul_ps(c50, s), c51 = _mm256_mul_ps(c51, s);
   }
   Put(c, c00, c01, accumulate);
-  Put(c + ldc, c10, c11, accumulate);
-  Put(c + 2 * ldc, c20, c21, accumulate);
-  Put(c + 3 * ldc, c30, c31, accumulate);
-  Put(c + 4 * ldc, c40, c41, accumulate);
-  Put(c + 5 * ldc, c50, c51, accumulate);
+  if constexpr (kUsed > 1) Put(c + ldc, c10, c11, accumulate);
+  if constexpr (kUsed > 2) Put(c + 2 * ldc, c20, c21, accumulate);
+  if constexpr (kUsed > 3) Put(c + 3 * ldc, c30, c31, accumulate);
+  if constexpr (kUsed > 4) Put(c + 4 * ldc, c40, c41, accumulate);
+  if constexpr (kUsed > 5) Put(c + 5 * ldc, c50, c51, accumulate);
 }
 
 // A packed panel of x (PackX) times a packed panel of W.
 template <Panel panel>
 TARGET inline void Kernel(int64_t kc, const float* a, const void* b, float* c, int64_t ldc,
                           bool accumulate) {
-  Tile<Rows::kPacked, panel>(kc, a, 0, kMr, b, c, ldc, accumulate, 1.0f);
+  Tile<Rows::kPacked, panel>(kc, a, 0, b, c, ldc, accumulate, 1.0f);
 }
 
-// mr rows of x read in place times a packed panel of W, scaled.
-TARGET inline void RowsKernel(int64_t kc, const float* a, int64_t lda, int64_t mr, const float* b,
-                              float* c, int64_t ldc, bool accumulate, float scale) {
-  Tile<Rows::kInPlace>(kc, a, lda, mr, b, c, ldc, accumulate, scale);
+// mr rows (1 .. kMr) of x read in place times a packed panel of W, scaled.
+TARGET void RowsKernel(int64_t kc, const float* a, int64_t lda, int64_t mr, const float* b,
+                       float* c, int64_t ldc, bool accumulate, float scale) {
+  switch (mr) {
+    case 1: return Tile<Rows::kInPlace, Panel::kFloat32, 1>(kc, a, lda, b, c, ldc, accumulate, scale);
+    case 2: return Tile<Rows::kInPlace, Panel::kFloat32, 2>(kc, a, lda, b, c, ldc, accumulate, scale);
+    case 3: return Tile<Rows::kInPlace, Panel::kFloat32, 3>(kc, a, lda, b, c, ldc, accumulate, scale);
+    case 4: return Tile<Rows::kInPlace, Panel::kFloat32, 4>(kc, a, lda, b, c, ldc, accumulate, scale);
+    case 5: return Tile<Rows::kInPlace, Panel::kFloat32, 5>(kc, a, lda, b, c, ldc, accumulate, scale);
+    default: return Tile<Rows::kInPlace>(kc, a, lda, b, c, ldc, accumulate, scale);
+  }
 }
 
 // The mr x nr corner (mr <= kMr, nr <= kNr) of RowsKernel's tile: columns
@@ -512,16 +532,27 @@ void PackValuePanels(const float* v, int64_t ldv, int64_t keys, int64_t d, float
 
 void PanelScores(const float* q, int64_t rows, int64_t ldq, const float* key_panels, int64_t d,
                  int64_t first, int64_t last, float scale, float* s, int64_t lds) {
-  for (int64_t j0 = first; j0 < last; j0 += kNr) {
-    const int64_t nr = std::min(kNr, last - j0);
-    const float* b = key_panels + j0 * d;
+  // Keys in blocks whose panels (about kScoreBlockBytes) stay in L2 while
+  // each tile of rows runs along them: every row of s is then written as
+  // one stream per block, where a whole panel's pass over every tile of
+  // rows wrote a line to each of the block's rows, rows whose stride of a
+  // power of two maps them onto the same cache sets.
+  constexpr int64_t kScoreBlockBytes = int64_t{128} << 10;
+  const int64_t block =
+      std::max(kNr, kScoreBlockBytes / (d * static_cast<int64_t>(sizeof(float))) / kNr * kNr);
+  for (int64_t b0 = first; b0 < last; b0 += block) {
+    const int64_t b1 = std::min(last, b0 + block);
     for (int64_t r = 0; r < rows; r += kMr) {
       const int64_t mr = std::min(kMr, rows - r);
-      float* c = s + r * lds + j0;
-      if (mr == kMr && nr == kNr) {
-        RowsKernel(d, q + r * ldq, ldq, kMr, b, c, lds, false, scale);
-      } else {
-        RowsKernelEdge(d, q + r * ldq, ldq, mr, b, c, lds, nr, false, scale);
+      for (int64_t j0 = b0; j0 < b1; j0 += kNr) {
+        const int64_t nr = std::min(kNr, b1 - j0);
+        const float* b = key_panels + j0 * d;
+        float* c = s + r * lds + j0;
+        if (nr == kNr) {
+          RowsKernel(d, q + r * ldq, ldq, mr, b, c, lds, false, scale);
+        } else {
+          RowsKernelEdge(d, q + r * ldq, ldq, mr, b, c, lds, nr, false, scale);
+        }
       }
     }
   }
@@ -547,8 +578,8 @@ void PanelWeightedValues(const float* p, int64_t rows, int64_t ldp, const float*
         const int64_t mr = std::min(kMr, rows - r);
         const float* a = p + r * ldp + k0;
         float* c = out + r * ldo + j;
-        if (mr == kMr && nr == kNr) {
-          RowsKernel(kc, a, ldp, kMr, b, c, ldo, accumulate, 1.0f);
+        if (nr == kNr) {
+          RowsKernel(kc, a, ldp, mr, b, c, ldo, accumulate, 1.0f);
         } else {
           RowsKernelEdge(kc, a, ldp, mr, b, c, ldo, nr, accumulate, 1.0f);
         }

@@ -305,15 +305,16 @@ void CheckAttention(const AttentionCase& c, uint32_t seed) {
 
 TEST(PanelAttention, MatchesFloat64SumsAtEveryEdge) {
   if (!PanelGemmAvailable()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
-  // Rows around the 6-row tile, keys around the 16-key panel and the
-  // 256-key blocks of the weighted values, head dims that are and are not
-  // multiples of 16, ranges that start past 0 (a sliding window) and end
-  // before the last key (a block's causal end).
+  // Rows around the 6-row tile (every remainder 1 .. 5), keys around the
+  // 16-key panel, the 256-key blocks of the weighted values and the blocks
+  // of keys the scores take (512 keys at d = 64, 448 at 72, 128 at 256),
+  // head dims that are and are not multiples of 16, ranges that start past
+  // 0 (a sliding window) and end before the last key (a block's causal end).
   const std::vector<AttentionCase> cases = {
       {1, 1, 1, 0, 1},        {6, 16, 16, 0, 16},     {7, 17, 64, 0, 17},
       {5, 40, 5, 16, 33},     {64, 300, 64, 0, 300},  {13, 520, 72, 32, 515},
       {11, 257, 80, 0, 257},  {4, 700, 256, 256, 700}, {9, 50, 64, 48, 50},
-      {3, 20, 64, 0, 0}};
+      {3, 20, 64, 0, 0},      {8, 1100, 64, 16, 1090}, {2, 1030, 64, 0, 1030}};
   uint32_t seed = 40;
   for (const AttentionCase& c : cases) {
     CheckAttention(c, seed);
