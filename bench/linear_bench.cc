@@ -5,8 +5,14 @@
 // packs, where gemm.h's PanelProducts(); else widened chunks through BLAS),
 // beside BLAS's product on the same values as float32 weights (at::linear),
 // and the FLOP rate of each against the machine's float32 FMA peak.
+// With --attention, instead: attention's two products for one head (scores
+// and the weighted sum of the values, causal, over every block of query
+// rows of the automatic size) on one thread, as each head runs inside the
+// forward's parallel region: the project's kernel on keys and values packed
+// once (where PanelGemmAvailable()) beside BLAS per block (at::matmul),
+// against one thread's FMA peak.
 //
-// Usage: linear_bench [--tokens 512] [--threads 2] [--model qwen|llama]
+// Usage: linear_bench [--tokens 512] [--threads 2] [--model qwen|llama] [--attention]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -19,9 +25,11 @@
 
 #include "bench/bench_support.h"
 #include "bench/sgemm_floor.h"
+#include "service/model/attention_blocks.h"
 #include "service/model/decoder_weights.h"
 #include "service/model/gemm.h"
 #include "service/model/language_model.h"
+#include "service/model/panel_gemm.h"
 
 namespace {
 
@@ -43,17 +51,73 @@ double Best(Op op) {
   return best;
 }
 
+// One head's attention products over a T-token prompt in causal blocks of
+// query rows; prints the kernel's and BLAS's times.
+int RunAttention(int64_t tokens, int64_t heads, int64_t d) {
+  namespace m = attnscope::model;
+  std::string isa;
+  const double peak = attnscope::bench::MeasureFmaPeak(1, &isa);
+  at::set_num_threads(1);
+  const int64_t block = m::QueryBlockRows(0, heads, tokens, tokens);
+  const at::Tensor q = at::randn({tokens, d}), k = at::randn({tokens, d}), v = at::randn({tokens, d});
+  const at::Tensor probs = at::rand({block, tokens});
+  at::Tensor out = at::empty({tokens, d});
+  double flop = 0;
+  for (int64_t begin = 0; begin < tokens; begin += block) {
+    flop += 2.0 * 2.0 * std::min(block, tokens - begin) * d * std::min(tokens, begin + block);
+  }
+  std::printf("linear_bench --attention: one head, T = %ld, d = %ld, blocks of %ld query rows "
+              "(%ld heads), 1 thread on %s; FMA peak %.0f GFLOP/s (%s)\n",
+              static_cast<long>(tokens), static_cast<long>(d), static_cast<long>(block),
+              static_cast<long>(heads), attnscope::bench::CpuName().c_str(), peak, isa.c_str());
+  const auto report = [&](const char* what, double seconds) {
+    std::printf("%-34s %9.2f ms %6.0f%% of peak\n", what, seconds * 1e3,
+                100 * flop / seconds / 1e9 / peak);
+    return seconds;
+  };
+  const double blas = report("BLAS per block (at::matmul)", Best([&] {
+    for (int64_t begin = 0; begin < tokens; begin += block) {
+      const int64_t rows = std::min(block, tokens - begin), keys = std::min(tokens, begin + block);
+      at::Tensor s = at::matmul(q.narrow(0, begin, rows), k.narrow(0, 0, keys).t());
+      out.narrow(0, begin, rows).copy_(at::matmul(probs.narrow(0, 0, rows).narrow(1, 0, keys), v.narrow(0, 0, keys)));
+    }
+  }));
+  if (!m::PanelGemmAvailable()) {
+    std::printf("the project's kernel: this CPU has no AVX2 and FMA\n");
+    return 0;
+  }
+  const at::Tensor kp = at::empty({m::PanelFloats(tokens, d)}), vp = at::empty({m::PanelFloats(d, tokens)});
+  at::Tensor scores = at::empty({block, tokens});
+  const double own = report("own kernel, keys and values packed", Best([&] {
+    m::PackKeyPanels(k.data_ptr<float>(), d, tokens, d, kp.data_ptr<float>());
+    m::PackValuePanels(v.data_ptr<float>(), d, tokens, d, vp.data_ptr<float>());
+    for (int64_t begin = 0; begin < tokens; begin += block) {
+      const int64_t rows = std::min(block, tokens - begin), keys = std::min(tokens, begin + block);
+      m::PanelScores(q.data_ptr<float>() + begin * d, rows, d, kp.data_ptr<float>(), d, 0, keys,
+                     1.0f, scores.data_ptr<float>(), tokens);
+      m::PanelWeightedValues(probs.data_ptr<float>(), rows, tokens, vp.data_ptr<float>(), tokens,
+                             d, 0, keys, out.data_ptr<float>() + begin * d, d);
+    }
+  }));
+  std::printf("own / BLAS %.3f\n", own / blas);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int64_t tokens = 512;
   int threads = 2;
   std::string model = "qwen";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--tokens")) tokens = std::stoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--model")) model = argv[i + 1];
+  bool attention = false;
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (!std::strcmp(argv[i], "--attention")) attention = true;
+    else if (has_value && !std::strcmp(argv[i], "--tokens")) tokens = std::stoll(argv[++i]);
+    else if (has_value && !std::strcmp(argv[i], "--threads")) threads = std::stoi(argv[++i]);
+    else if (has_value && !std::strcmp(argv[i], "--model")) model = argv[++i];
   }
+  if (attention) return model == "llama" ? RunAttention(tokens, 32, 64) : RunAttention(tokens, 14, 64);
   std::string isa;
   const double peak = attnscope::bench::MeasureFmaPeak(threads, &isa);
   attnscope::model::SetComputeThreads(threads);
