@@ -78,13 +78,14 @@ inline float Bf16ToFloat(uint16_t bits) {
   return f;
 }
 
-// The products of the m rows of x (m x k floats, row stride ldx) with one
-// row w of k bfloat16 values, each widened exactly to float:
-// y[i * ldy] = sum_j x[i * ldx + j] * w[j], summed in float as a float32
-// matrix product sums (in another order). A decoding step's few rows
-// against bfloat16 weights read each weight once this way, instead of
-// widening the whole matrix first.
-void Bf16RowDots(const float* x, int64_t ldx, int64_t m, const uint16_t* w, int64_t k, float* y,
-                 int64_t ldy);
+// The products of the m rows of x (m x k floats, row stride ldx) with the n
+// rows of w (n x k bfloat16 values, row stride ldw), each value widened
+// exactly to float: y[i * ldy + r] = sum_j x[i * ldx + j] * w[r * ldw + j],
+// summed in float as a float32 matrix product sums (in another order; each
+// y the same bits whatever n and whichever rows are taken together). A
+// decoding step's few rows against bfloat16 weights read each weight once
+// this way, instead of widening the whole matrix first.
+void Bf16RowDots(const float* x, int64_t ldx, int64_t m, const uint16_t* w, int64_t ldw,
+                 int64_t n, int64_t k, float* y, int64_t ldy);
 
 }  // namespace attnscope::vmath

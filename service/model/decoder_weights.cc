@@ -369,9 +369,8 @@ at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at
     const float* xs = a.data_ptr<float>();
     float* ys = y.data_ptr<float>();
     core::ParallelFor(n, 64, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        vmath::Bf16RowDots(xs, k, m, reinterpret_cast<const uint16_t*>(w + r * ld), k, ys + r, n);
-      }
+      vmath::Bf16RowDots(xs, k, m, reinterpret_cast<const uint16_t*>(w + begin * ld), ld,
+                         end - begin, k, ys + begin, n);
     });
     if (bias.defined()) y.add_(bias);
     return y;

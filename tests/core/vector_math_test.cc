@@ -225,7 +225,7 @@ TEST(VectorMathTest, Bf16RowDotsMatchDoubleForEveryRowCountAndTail) {
       std::vector<uint16_t> w;
       for (float v : Normal(k, 0.05f, 12)) w.push_back(Bf16Bits(v));
       std::vector<float> y(static_cast<size_t>(m * ldy), -7.0f);
-      Bf16RowDots(x.data(), ldx, m, w.data(), k, y.data(), ldy);
+      Bf16RowDots(x.data(), ldx, m, w.data(), k, 1, k, y.data(), ldy);
       for (int64_t i = 0; i < m; ++i) {
         double want = 0, magnitude = 0;
         for (int64_t j = 0; j < k; ++j) {
@@ -248,8 +248,41 @@ TEST(VectorMathTest, Bf16RowDotsMatchDoubleForEveryRowCountAndTail) {
   std::vector<uint16_t> w(40, Bf16Bits(0.5f));
   w[37] = 0x7fc0;  // a bfloat16 NaN, in the tail after the vector body
   float y[2] = {0.0f, 0.0f};
-  Bf16RowDots(x.data(), 40, 2, w.data(), 40, y, 1);
+  Bf16RowDots(x.data(), 40, 2, w.data(), 40, 1, 40, y, 1);
   EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+}
+
+// Several rows of w at once (one row of x: four rows of w a step) give each
+// row's product the bits it has alone, whatever the count of rows and
+// where the groups of four fall; a NaN stays in its row.
+TEST(VectorMathTest, Bf16RowDotsOfManyRowsGiveEachRowsBitsAlone) {
+  for (int64_t k : {1, 15, 16, 17, 896, 4864}) {
+    for (int64_t m : {1, 2}) {
+      for (int64_t n : {1, 3, 4, 5, 8, 9, 13}) {
+        const int64_t ldw = k + 5, ldy = n + 2;
+        const std::vector<float> x = Normal(m * k, 1.0f, 21);
+        std::vector<uint16_t> w;
+        for (float v : Normal(n * ldw, 0.05f, 22)) w.push_back(Bf16Bits(v));
+        if (n == 9) w[6 * ldw + k / 2] = 0x7fc0;  // NaN in row 6
+        std::vector<float> y(static_cast<size_t>(m * ldy), -7.0f);
+        Bf16RowDots(x.data(), k, m, w.data(), ldw, n, k, y.data(), ldy);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t r = 0; r < n; ++r) {
+            float alone = 0.0f;
+            Bf16RowDots(x.data() + i * k, k, 1, w.data() + r * ldw, ldw, 1, k, &alone, 1);
+            const float got = y[i * ldy + r];
+            EXPECT_EQ(n == 9 && r == 6, std::isnan(got)) << "k " << k << " n " << n << " row " << r;
+            uint32_t got_bits, alone_bits;
+            std::memcpy(&got_bits, &got, sizeof got);
+            std::memcpy(&alone_bits, &alone, sizeof alone);
+            EXPECT_EQ(got_bits, alone_bits) << "k " << k << " m " << m << " n " << n << " row " << r;
+          }
+          EXPECT_EQ(y[i * ldy + n], -7.0f) << "wrote past the rows";
+          EXPECT_EQ(y[i * ldy + n + 1], -7.0f) << "wrote past the rows";
+        }
+      }
+    }
+  }
 }
 
 TEST(VectorMathTest, TopKIsPartialSortWithLowerIndexFirstOnTies) {
