@@ -306,24 +306,26 @@ TARGET inline void Kernel(int64_t kc, const float* a, const void* b, float* c, i
 }
 
 // mr rows (1 .. kMr) of x read in place times a packed panel of W, scaled.
-TARGET void RowsKernel(int64_t kc, const float* a, int64_t lda, int64_t mr, const float* b,
+template <Panel panel = Panel::kFloat32>
+TARGET void RowsKernel(int64_t kc, const float* a, int64_t lda, int64_t mr, const void* b,
                        float* c, int64_t ldc, bool accumulate, float scale) {
   switch (mr) {
-    case 1: return Tile<Rows::kInPlace, Panel::kFloat32, 1>(kc, a, lda, b, c, ldc, accumulate, scale);
-    case 2: return Tile<Rows::kInPlace, Panel::kFloat32, 2>(kc, a, lda, b, c, ldc, accumulate, scale);
-    case 3: return Tile<Rows::kInPlace, Panel::kFloat32, 3>(kc, a, lda, b, c, ldc, accumulate, scale);
-    case 4: return Tile<Rows::kInPlace, Panel::kFloat32, 4>(kc, a, lda, b, c, ldc, accumulate, scale);
-    case 5: return Tile<Rows::kInPlace, Panel::kFloat32, 5>(kc, a, lda, b, c, ldc, accumulate, scale);
-    default: return Tile<Rows::kInPlace>(kc, a, lda, b, c, ldc, accumulate, scale);
+    case 1: return Tile<Rows::kInPlace, panel, 1>(kc, a, lda, b, c, ldc, accumulate, scale);
+    case 2: return Tile<Rows::kInPlace, panel, 2>(kc, a, lda, b, c, ldc, accumulate, scale);
+    case 3: return Tile<Rows::kInPlace, panel, 3>(kc, a, lda, b, c, ldc, accumulate, scale);
+    case 4: return Tile<Rows::kInPlace, panel, 4>(kc, a, lda, b, c, ldc, accumulate, scale);
+    case 5: return Tile<Rows::kInPlace, panel, 5>(kc, a, lda, b, c, ldc, accumulate, scale);
+    default: return Tile<Rows::kInPlace, panel>(kc, a, lda, b, c, ldc, accumulate, scale);
   }
 }
 
 // The mr x nr corner (mr <= kMr, nr <= kNr) of RowsKernel's tile: columns
 // past nr not written.
-TARGET void RowsKernelEdge(int64_t kc, const float* a, int64_t lda, int64_t mr, const float* b,
+template <Panel panel = Panel::kFloat32>
+TARGET void RowsKernelEdge(int64_t kc, const float* a, int64_t lda, int64_t mr, const void* b,
                            float* c, int64_t ldc, int64_t nr, bool accumulate, float scale) {
   alignas(32) float tile[kMr * kNr];
-  RowsKernel(kc, a, lda, mr, b, tile, kNr, false, scale);
+  RowsKernel<panel>(kc, a, lda, mr, b, tile, kNr, false, scale);
   for (int64_t r = 0; r < mr; ++r) {
     for (int64_t q = 0; q < nr; ++q) {
       c[r * ldc + q] = accumulate ? c[r * ldc + q] + tile[r * kNr + q] : tile[r * kNr + q];
@@ -339,12 +341,14 @@ int64_t BlockSize(int64_t n, int64_t most, int64_t unit) {
 }
 
 // The columns [j0, j1) of rows [0, m) of y from x packed by PackX over the
-// whole of k (`px`): each block of k of W packed once, then multiplied by
-// every block of rows. W packed at load (kBfloat16Panels, j0 a multiple of
-// kNr) is read where it lies.
+// whole of k (`px`), or, for fewer than kMr rows (a decoding step), from x
+// read in place (px null: row i at x + i * ldx), in a tile of its own rows:
+// each block of k of W packed once, then multiplied by every block of rows.
+// W packed at load (kBfloat16Panels, j0 a multiple of kNr) is read where it
+// lies.
 template <PanelWeights type>
-TARGET void Columns(const float* px, int64_t m, const void* w, int64_t k, int64_t ldw, float* y,
-                    int64_t ldy, int64_t j0, int64_t j1) {
+TARGET void Columns(const float* px, const float* x, int64_t ldx, int64_t m, const void* w,
+                    int64_t k, int64_t ldw, float* y, int64_t ldy, int64_t j0, int64_t j1) {
   constexpr Panel kPanel =
       type == PanelWeights::kBfloat16Panels ? Panel::kBf16Pairs : Panel::kFloat32;
   float* const pb = ThreadBuffers().b.get();
@@ -372,8 +376,17 @@ TARGET void Columns(const float* px, int64_t m, const void* w, int64_t k, int64_
         }
         for (int64_t ir = 0; ir < mc; ir += kMr) {
           const int64_t mr = std::min(kMr, mc - ir);
-          const float* apanel = px + (ic + ir) * k + pc * kMr;
           float* c = y + (ic + ir) * ldy + j0 + jr;
+          if (px == nullptr) {
+            const float* a = x + (ic + ir) * ldx + pc;
+            if (nr == kNr) {
+              RowsKernel<kPanel>(kc, a, ldx, mr, bpanel, c, ldy, accumulate, 1.0f);
+            } else {
+              RowsKernelEdge<kPanel>(kc, a, ldx, mr, bpanel, c, ldy, nr, accumulate, 1.0f);
+            }
+            continue;
+          }
+          const float* apanel = px + (ic + ir) * k + pc * kMr;
           if (mr == kMr && nr == kNr) {
             Kernel<kPanel>(kc, apanel, bpanel, c, ldy, accumulate);
             continue;
@@ -407,13 +420,17 @@ void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeigh
   // Rows in chunks whose packed copy takes at most kPackedRowsBytes: each
   // chunk packed once (by all threads, panels shared out), then read by
   // every block of columns.
+  // Fewer rows than a tile (a decoding step) are read in place, in a tile
+  // of their own rows: packing them would pad them to kMr rows, and the
+  // tile would multiply the padding.
+  const bool in_place = m < kMr;
   const int64_t chunk_rows =
       std::max(kMr, kPackedRowsBytes / (static_cast<int64_t>(sizeof(float)) * k) / kMr * kMr);
   thread_local std::vector<float> packed;
   const int64_t most_rows = std::min(m, chunk_rows);
-  const size_t need = static_cast<size_t>((most_rows + kMr - 1) / kMr * kMr * k);
+  const size_t need = in_place ? 0 : static_cast<size_t>((most_rows + kMr - 1) / kMr * kMr * k);
   if (packed.size() < need) packed.resize(need);
-  float* const px = packed.data();
+  float* const px = in_place ? nullptr : packed.data();
   // Blocks of columns handed out one at a time to whichever thread asks
   // next, each a share of what is left (guided scheduling): kNc columns
   // while much is left, fewer towards the end, down to kMinPanels panels,
@@ -423,10 +440,12 @@ void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeigh
   const int64_t panels = (n + kNr - 1) / kNr;
   for (int64_t r0 = 0; r0 < m; r0 += chunk_rows) {
     const int64_t rows = std::min(chunk_rows, m - r0);
-    core::ParallelFor((rows + kMr - 1) / kMr, 4, [&](int64_t begin, int64_t end) {
-      const int64_t i0 = begin * kMr, i1 = std::min(rows, end * kMr);
-      PackX(x + (r0 + i0) * ldx, ldx, i1 - i0, k, px + i0 * k);
-    });
+    if (!in_place) {
+      core::ParallelFor((rows + kMr - 1) / kMr, 4, [&](int64_t begin, int64_t end) {
+        const int64_t i0 = begin * kMr, i1 = std::min(rows, end * kMr);
+        PackX(x + (r0 + i0) * ldx, ldx, i1 - i0, k, px + i0 * k);
+      });
+    }
     // The next block: panels [first, first + take) of what is left, a
     // share of it for each thread that has joined, twice over.
     std::atomic<int64_t> next{0};
@@ -449,13 +468,13 @@ void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeigh
         const int64_t j0 = first * kNr, j1 = std::min(n, (first + take) * kNr);
         switch (type) {
           case PanelWeights::kFloat32:
-            Columns<PanelWeights::kFloat32>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+            Columns<PanelWeights::kFloat32>(px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy, j0, j1);
             break;
           case PanelWeights::kBfloat16:
-            Columns<PanelWeights::kBfloat16>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+            Columns<PanelWeights::kBfloat16>(px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy, j0, j1);
             break;
           case PanelWeights::kBfloat16Panels:
-            Columns<PanelWeights::kBfloat16Panels>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+            Columns<PanelWeights::kBfloat16Panels>(px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy, j0, j1);
             break;
         }
       }

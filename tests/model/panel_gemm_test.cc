@@ -202,6 +202,41 @@ TEST(PanelGemm, Bfloat16PanelsPackedAheadGiveTheBitsOfTheRows) {
   }
 }
 
+// Fewer rows than a tile (a decoding step) are read in place in a tile of
+// their own rows: each gives the bits it has as one row of a packed block
+// (the same rows followed by six more), for every kind of weights, at the
+// edges of the 16-column tile and of the 512 block of k.
+TEST(PanelGemm, FewRowsReadInPlaceGiveTheBitsOfPackedRows) {
+  if (!PanelGemmAvailable()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  const std::vector<Case> cases = {{1, 1, 1}, {1, 37, 513}, {2, 16, 9}, {3, 600, 1030},
+                                   {4, 33, 64}, {5, 1031, 17}};
+  uint32_t seed = 90;
+  for (const Case& c : cases) {
+    const int64_t more = c.m + 6, ldx = c.k + 3, ldw = c.k + 5, ldy = c.n + 2;
+    const std::vector<float> x = Random(more * ldx, seed);
+    const std::vector<float> wf = Random(c.n * ldw, seed + 1);
+    std::vector<uint16_t> wb(wf.size());
+    for (size_t i = 0; i < wb.size(); ++i) wb[i] = Bf16Bits(wf[i]);
+    const Panels panels(wb, ldw, c.n, c.k);
+    const auto product = [&](int64_t m, PanelWeights type) {
+      std::vector<float> y(m * ldy, 7.0f);
+      const void* w = type == PanelWeights::kFloat32    ? static_cast<const void*>(wf.data())
+                      : type == PanelWeights::kBfloat16 ? static_cast<const void*>(wb.data())
+                                                        : static_cast<const void*>(panels.data);
+      PanelGemm(x.data(), m, ldx, w, type, c.n, c.k,
+                type == PanelWeights::kBfloat16Panels ? c.k : ldw, y.data(), ldy);
+      return y;
+    };
+    for (PanelWeights type :
+         {PanelWeights::kFloat32, PanelWeights::kBfloat16, PanelWeights::kBfloat16Panels}) {
+      const std::vector<float> few = product(c.m, type), packed = product(more, type);
+      EXPECT_EQ(0, std::memcmp(few.data(), packed.data(), few.size() * sizeof(float)))
+          << "m=" << c.m << " n=" << c.n << " k=" << c.k << " type " << static_cast<int>(type);
+    }
+    seed += 20;
+  }
+}
+
 TEST(PanelGemm, ModelShapedProductOnThreeThreads) {
   if (!PanelGemmAvailable()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
   Pool pool(3);
