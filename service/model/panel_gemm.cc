@@ -210,7 +210,7 @@ enum class Panel { kFloat32, kBf16Pairs };
 // The kUsed x kNr tile c (row stride ldc) = (accumulate ? c : 0) + scale *
 // the product of kUsed rows of x and a packed panel of W over kc steps
 // (kUsed < kMr only in place: the last rows of a block of attention rows,
-// at the cost of their own rows only).
+// or a decoding step's, at the cost of their own rows only).
 template <Rows rows, Panel panel = Panel::kFloat32, int64_t kUsed = kMr>
 TARGET void Tile(int64_t kc, const float* a, int64_t lda, const void* bp, float* c, int64_t ldc,
                  bool accumulate, float scale) {
