@@ -424,6 +424,20 @@ INLINE void DotsOfOneRow(const float* x, int64_t ldx, int64_t m, const uint16_t*
   for (int64_t i = 0; i < m; ++i) y[i * ldy] = FinishDot<N>(a[i], b[i], x + i * ldx, w, j, k);
 }
 
+// One step of one bfloat16 row against a dealt row's even and odd values
+// (xe, xo), into the row's two accumulators; the row's lines asked for
+// ahead of the loads (four rows read side by side: the hardware's
+// prefetcher alone left the loop short of the memory's speed).
+template <int N>
+INLINE void DotStep(const uint16_t* row, typename Lanes<N>::F xe, typename Lanes<N>::F xo,
+                    typename Lanes<N>::F& a, typename Lanes<N>::F& b) {
+  __builtin_prefetch(row + kDotPrefetchAhead);
+  typename Lanes<N>::F even, odd;
+  LoadBf16Pairs<N>(row, &even, &odd);
+  a += xe * even;
+  b += xo * odd;
+}
+
 // One dealt row x against four bfloat16 rows w + r * ldw: y[r] as
 // DotsOfOneRow gives each (the same sums in the same order), with eight
 // accumulators in flight and each x vector loaded once for the four rows.
@@ -435,26 +449,10 @@ INLINE void DotsOfFourRows(const float* x, const uint16_t* w, int64_t ldw, int64
   int64_t j = 0;
   for (; j + 2 * N <= k; j += 2 * N) {
     const F xe = Load<N>(x + j), xo = Load<N>(x + j + N);
-    // Four rows side by side: each one's lines asked for ahead of the
-    // loads (the hardware's prefetcher alone left the loop short of the
-    // memory's speed).
-    __builtin_prefetch(w0 + j + kDotPrefetchAhead);
-    __builtin_prefetch(w1 + j + kDotPrefetchAhead);
-    __builtin_prefetch(w2 + j + kDotPrefetchAhead);
-    __builtin_prefetch(w3 + j + kDotPrefetchAhead);
-    F even, odd;
-    LoadBf16Pairs<N>(w0 + j, &even, &odd);
-    a0 += xe * even;
-    b0 += xo * odd;
-    LoadBf16Pairs<N>(w1 + j, &even, &odd);
-    a1 += xe * even;
-    b1 += xo * odd;
-    LoadBf16Pairs<N>(w2 + j, &even, &odd);
-    a2 += xe * even;
-    b2 += xo * odd;
-    LoadBf16Pairs<N>(w3 + j, &even, &odd);
-    a3 += xe * even;
-    b3 += xo * odd;
+    DotStep<N>(w0 + j, xe, xo, a0, b0);
+    DotStep<N>(w1 + j, xe, xo, a1, b1);
+    DotStep<N>(w2 + j, xe, xo, a2, b2);
+    DotStep<N>(w3 + j, xe, xo, a3, b3);
   }
   y[0] = FinishDot<N>(a0, b0, x, w0, j, k);
   y[1] = FinishDot<N>(a1, b1, x, w1, j, k);

@@ -185,6 +185,14 @@ TARGET void PackW(const void* w, int64_t ldw, int64_t rows, int64_t kc, float* o
   }
 }
 
+// One row of a tile, one step: its value at the step times the panel's 16
+// values (b0, b1), added to the row's accumulators.
+TARGET inline void StepRow(const float* value, __m256 b0, __m256 b1, __m256& lo, __m256& hi) {
+  const __m256 av = _mm256_broadcast_ss(value);
+  lo = _mm256_fmadd_ps(av, b0, lo);
+  hi = _mm256_fmadd_ps(av, b1, hi);
+}
+
 // One row of a tile: 16 values stored, or added to those there.
 TARGET inline void Put(float* row, __m256 lo, __m256 hi, bool accumulate) {
   if (accumulate) {
@@ -248,34 +256,12 @@ TARGET void Tile(int64_t kc, const float* a, int64_t lda, const void* bp, float*
       b0 = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
       b1 = _mm256_castsi256_ps(_mm256_and_si256(pairs, high));
     }
-    __m256 av = _mm256_broadcast_ss(at(r0, 0));
-    c00 = _mm256_fmadd_ps(av, b0, c00);
-    c01 = _mm256_fmadd_ps(av, b1, c01);
-    if constexpr (kUsed > 1) {
-      av = _mm256_broadcast_ss(at(r1, 1));
-      c10 = _mm256_fmadd_ps(av, b0, c10);
-      c11 = _mm256_fmadd_ps(av, b1, c11);
-    }
-    if constexpr (kUsed > 2) {
-      av = _mm256_broadcast_ss(at(r2, 2));
-      c20 = _mm256_fmadd_ps(av, b0, c20);
-      c21 = _mm256_fmadd_ps(av, b1, c21);
-    }
-    if constexpr (kUsed > 3) {
-      av = _mm256_broadcast_ss(at(r3, 3));
-      c30 = _mm256_fmadd_ps(av, b0, c30);
-      c31 = _mm256_fmadd_ps(av, b1, c31);
-    }
-    if constexpr (kUsed > 4) {
-      av = _mm256_broadcast_ss(at(r4, 4));
-      c40 = _mm256_fmadd_ps(av, b0, c40);
-      c41 = _mm256_fmadd_ps(av, b1, c41);
-    }
-    if constexpr (kUsed > 5) {
-      av = _mm256_broadcast_ss(at(r5, 5));
-      c50 = _mm256_fmadd_ps(av, b0, c50);
-      c51 = _mm256_fmadd_ps(av, b1, c51);
-    }
+    StepRow(at(r0, 0), b0, b1, c00, c01);
+    if constexpr (kUsed > 1) StepRow(at(r1, 1), b0, b1, c10, c11);
+    if constexpr (kUsed > 2) StepRow(at(r2, 2), b0, b1, c20, c21);
+    if constexpr (kUsed > 3) StepRow(at(r3, 3), b0, b1, c30, c31);
+    if constexpr (kUsed > 4) StepRow(at(r4, 4), b0, b1, c40, c41);
+    if constexpr (kUsed > 5) StepRow(at(r5, 5), b0, b1, c50, c51);
     if constexpr (rows == Rows::kPacked) ap += kMr;
     if constexpr (panel == Panel::kFloat32) {
       b += kNr;
