@@ -9,14 +9,18 @@ dtype's lowest value, softmax in float32, SwiGLU, logits against lm_head (or
 the tied embedding). Written from the architecture, not from transformers,
 which Debian does not package.
 
-Usage: pytorch_eager_llama.py MODEL_DIR IDS_FILE THREADS DTYPE REPEATS LOGITS_OUT
+Usage: pytorch_eager_llama.py MODEL_DIR IDS_FILE THREADS DTYPE REPEATS LOGITS_OUT [GENERATE]
   DTYPE: float32 (what from_pretrained gives by default: the BF16 weights
   widened on load) or bfloat16 (torch_dtype=torch.bfloat16).
   IDS_FILE: token ids separated by whitespace; LOGITS_OUT: the last row of
   logits as raw float32 (the caller checks that both ran the same model).
+  GENERATE: after the passes, greedy decoding of this many tokens from the
+  prompt with a key/value cache (as generate(use_cache=True) without
+  output_attentions), timed from the prompt's pass to the last token.
 Prints one line:
-  "load_s L first_s F warm_s W peak_rss_mib P"
-(warm_s: the median of REPEATS passes after the first; 0 when REPEATS is 0).
+  "load_s L first_s F warm_s W peak_rss_mib P" [+ " generate_tps G ids I,I,..."]
+(warm_s: the median of REPEATS passes after the first; 0 when REPEATS is 0;
+generate_tps: new tokens per second of that decoding; ids: its tokens).
 Needs Debian's python3-torch (1.13).
 """
 import json
@@ -93,7 +97,11 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def forward(w, cfg, ids, dtype):
+def forward(w, cfg, ids, dtype, cache=None, start=0):
+    """ids at positions start.. . cache: None (a whole prompt: every attention
+    and hidden state kept) or a list that holds each layer's keys and values
+    (before the key/value heads are repeated), extended with these ids'; then
+    only the last row's logits are made and nothing else is kept."""
     family = cfg["model_type"]
     layers = cfg["num_hidden_layers"]
     heads = cfg["num_attention_heads"]
@@ -105,21 +113,22 @@ def forward(w, cfg, ids, dtype):
     t = ids.shape[0]
 
     x = w["model.embed_tokens.weight"][ids]
-    positions = torch.arange(t, dtype=torch.float32)
+    positions = torch.arange(start, start + t, dtype=torch.float32)
     freqs = torch.outer(positions, inverse_frequencies(cfg, head_dim))
     emb = torch.cat((freqs, freqs), dim=-1)
     cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
-    i = torch.arange(t).unsqueeze(1)
-    j = torch.arange(t).unsqueeze(0)
+    i = torch.arange(start, start + t).unsqueeze(1)
+    j = torch.arange(start + t).unsqueeze(0)
     allowed = j <= i
     if window:
         allowed = allowed & (j > i - window)
-    mask = torch.zeros(t, t, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
+    mask = torch.zeros(t, start + t, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)
 
     hidden, attentions = [], []
     for layer in range(layers):
         p = "model.layers.%d." % layer
-        hidden.append(x)
+        if cache is None:
+            hidden.append(x)
         h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
 
         def project(name):
@@ -134,11 +143,19 @@ def forward(w, cfg, ids, dtype):
             k = rms_norm(k, w[p + "self_attn.k_norm.weight"], eps)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
+        if cache is not None:
+            if layer < len(cache):
+                k = torch.cat((cache[layer][0], k), dim=1)
+                v = torch.cat((cache[layer][1], v), dim=1)
+                cache[layer] = (k, v)
+            else:
+                cache.append((k, v))
         k = k.repeat_interleave(heads // kv_heads, dim=0)
         v = v.repeat_interleave(heads // kv_heads, dim=0)
         scores = torch.matmul(q, k.transpose(1, 2)) * head_dim ** -0.5 + mask
         probs = F.softmax(scores, dim=-1, dtype=torch.float32).to(dtype)
-        attentions.append(probs)
+        if cache is None:
+            attentions.append(probs)
         out = torch.matmul(probs, v).transpose(0, 1).reshape(t, heads * head_dim)
         x = x + F.linear(out, w[p + "self_attn.o_proj.weight"])
         h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
@@ -146,10 +163,26 @@ def forward(w, cfg, ids, dtype):
         up = F.linear(h, w[p + "mlp.up_proj.weight"])
         x = x + F.linear(F.silu(gate) * up, w[p + "mlp.down_proj.weight"])
     x = rms_norm(x, w["model.norm.weight"], eps)
-    hidden.append(x)
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+    if cache is not None:
+        return F.linear(x[-1:], head), None, None
+    hidden.append(x)
     logits = F.linear(x, head)
     return logits, hidden, attentions
+
+
+def generate(w, cfg, ids, dtype, count):
+    """Greedy decoding of `count` tokens after ids with a key/value cache:
+    the new ids and the seconds from the prompt's pass to the last one."""
+    cache = []
+    start = time.perf_counter()
+    logits, _, _ = forward(w, cfg, ids, dtype, cache, 0)
+    new = [int(logits[-1].argmax())]
+    while len(new) < count:
+        logits, _, _ = forward(w, cfg, torch.tensor(new[-1:], dtype=torch.int64), dtype, cache,
+                               ids.shape[0] + len(new) - 1)
+        new.append(int(logits[-1].argmax()))
+    return new, time.perf_counter() - start
 
 
 def peak_rss_mib():
@@ -162,6 +195,7 @@ def peak_rss_mib():
 
 def main():
     model_dir, ids_file, threads, dtype_name, repeats, logits_out = sys.argv[1:7]
+    count = int(sys.argv[7]) if len(sys.argv) > 7 else 0
     torch.set_num_threads(int(threads))
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[dtype_name]
     with open(os.path.join(model_dir, "config.json")) as f:
@@ -186,10 +220,15 @@ def main():
             outputs = forward(w, cfg, ids, dtype)
             warm.append(time.perf_counter() - start)
             del outputs
+        generated = generate(w, cfg, ids, dtype, count) if count > 0 else None
     warm.sort()
     warm_s = warm[len(warm) // 2] if warm else 0.0
-    print("load_s %.3f first_s %.3f warm_s %.3f peak_rss_mib %.0f"
-          % (load_s, first_s, warm_s, peak_rss_mib()))
+    line = "load_s %.3f first_s %.3f warm_s %.3f peak_rss_mib %.0f" % (
+        load_s, first_s, warm_s, peak_rss_mib())
+    if generated:
+        line += " generate_tps %.3f ids %s" % (len(generated[0]) / generated[1],
+                                               ",".join(str(i) for i in generated[0]))
+    print(line)
 
 
 if __name__ == "__main__":

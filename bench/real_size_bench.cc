@@ -14,6 +14,12 @@
 //                   [--dir DIR (kept; reused if it has a config.json)]
 //                   [--binary PATH]... [--precisions float32,bf16]
 //                   [--pytorch float32,bfloat16 | none] [--pytorch-repeats N]
+//                   [--generate N (default 32; 0: none)]
+// --generate: each build's `generate --json` of N greedy tokens after a
+// 16-token prompt in each precision (tokens/s as the CLI reports them:
+// new tokens over the prompt's pass and the decoding steps), and the
+// PyTorch script's greedy decoding of the same prompt with a key/value
+// cache, with how many of its tokens equal attnscope float32's.
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -209,7 +215,7 @@ int main(int argc, char** argv) {
   const std::string model = argv[1];
   std::vector<std::string> tokens = {"128", "512"}, precisions = {"float32", "bf16"};
   std::vector<std::string> binaries, pytorch = {"float32", "bfloat16"};
-  std::string dir, threads = "2", pytorch_repeats = "0";
+  std::string dir, threads = "2", pytorch_repeats = "0", generate = "32";
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--tokens") tokens = Split(value);
@@ -219,6 +225,7 @@ int main(int argc, char** argv) {
     else if (flag == "--precisions") precisions = Split(value);
     else if (flag == "--pytorch") pytorch = value == "none" ? std::vector<std::string>{} : Split(value);
     else if (flag == "--pytorch-repeats") pytorch_repeats = value;
+    else if (flag == "--generate") generate = value;
     else {
       std::fprintf(stderr, "unknown flag %s\n", flag.c_str());
       return 2;
@@ -294,6 +301,42 @@ int main(int argc, char** argv) {
   }
   std::printf("\npeak RSS includes the process's libraries (libtorch ~%s) and the checkpoint's %.0f MiB\n",
               "200 MiB", file_mib);
+
+  // Decoding: N greedy tokens after a 16-token prompt.
+  const int64_t new_tokens = std::stoll(generate);
+  const std::string prompt_file = dir + "/.ids-prompt";
+  std::vector<int64_t> reference_ids;  // attnscope float32's, the first build's
+  if (new_tokens > 0) {
+    {
+      std::ofstream ids(prompt_file);
+      for (int64_t id : attnscope::bench::RandomIds(16, 32000)) ids << id << " ";
+    }
+    std::printf("\ngeneration: %ld greedy tokens after a 16-token prompt\n",
+                static_cast<long>(new_tokens));
+    std::printf("%-44s %9s %9s %9s %12s\n", "binary", "precision", "tokens/s", "wall s",
+                "peak RSS MiB");
+    for (const std::string& binary : binaries) {
+      for (const std::string& precision : precisions) {
+        const Run r = Exec({binary, "generate", "--model", dir, "--ids-file", prompt_file,
+                            "--max-new-tokens", generate, "--ignore-eos", "--json", "--threads",
+                            threads, "--precision", precision},
+                           out_file);
+        std::string rate = "-";
+        const auto j = r.ok ? nlohmann::json::parse(r.out, nullptr, false) : nlohmann::json();
+        if (r.ok && !j.is_discarded() && j.contains("tokens_per_second")) {
+          char buf[32];
+          std::snprintf(buf, sizeof(buf), "%.2f", j["tokens_per_second"].get<double>());
+          rate = buf;
+          if (reference_ids.empty() && precision == "float32" && j.contains("tokens")) {
+            for (const auto& token : j["tokens"]) reference_ids.push_back(token["id"].get<int64_t>());
+          }
+        }
+        std::printf("%-44s %9s %9s %9.2f %12.0f%s\n", binary.c_str(), precision.c_str(),
+                    rate.c_str(), r.wall_s, r.peak_rss_mib, r.ok ? "" : "  FAILED");
+        std::fflush(stdout);
+      }
+    }
+  }
 
   // The PyTorch eager baseline on the same weights and ids.
   const std::string script = std::string(ATTNSCOPE_BENCH_DIR) + "/pytorch_eager_llama.py";
@@ -380,6 +423,42 @@ int main(int argc, char** argv) {
         }
         std::printf("%-10s %6s %9.2f %9.2f %10.2f %9.2f %12.0f  %s\n", dtype.c_str(), t.c_str(),
                     load, first, warm, r.wall_s, peak, check.c_str());
+        std::fflush(stdout);
+      }
+    }
+    if (new_tokens > 0) {
+      std::printf("\nPyTorch generation: %ld greedy tokens after the same 16-token prompt, with "
+                  "a key/value cache\n%-10s %9s %9s %12s  %s\n",
+                  static_cast<long>(new_tokens), "dtype", "tokens/s", "wall s", "peak RSS MiB",
+                  "tokens equal to attnscope float32's");
+      for (const std::string& dtype : pytorch) {
+        const std::string logits_file = dir + "/.pytorch-logits";
+        const Run r = Exec({"/usr/bin/python3", script, dir, prompt_file, threads, dtype, "0",
+                            logits_file, generate},
+                           out_file);
+        std::filesystem::remove(logits_file);
+        const size_t at = r.out.find("generate_tps ");
+        double rate = 0, peak = 0, unused = 0;
+        char ids[65536] = {0};
+        if (!r.ok || at == std::string::npos ||
+            std::sscanf(r.out.c_str(), "load_s %lf first_s %lf warm_s %lf peak_rss_mib %lf",
+                        &unused, &unused, &unused, &peak) != 4 ||
+            std::sscanf(r.out.c_str() + at, "generate_tps %lf ids %65535s", &rate, ids) != 2) {
+          std::printf("%-10s  FAILED (%s)\n", dtype.c_str(), r.out.c_str());
+          continue;
+        }
+        std::string same = "-";
+        if (!reference_ids.empty()) {
+          const std::vector<std::string> theirs = Split(ids);
+          size_t equal = 0;
+          while (equal < theirs.size() && equal < reference_ids.size() &&
+                 std::stoll(theirs[equal]) == reference_ids[equal]) {
+            ++equal;
+          }
+          same = "the first " + std::to_string(equal) + " of " + std::to_string(theirs.size());
+        }
+        std::printf("%-10s %9.2f %9.2f %12.0f  %s\n", dtype.c_str(), rate, r.wall_s, peak,
+                    same.c_str());
         std::fflush(stdout);
       }
     }
