@@ -192,6 +192,13 @@ std::vector<float> LastLogitsRow(const std::string& path) {
   return row;
 }
 
+// `count` random token ids below 32,000 (every real vocabulary has them),
+// whitespace-separated, for --ids-file.
+void WriteIds(const std::string& path, int64_t count) {
+  std::ofstream ids(path);
+  for (int64_t id : attnscope::bench::RandomIds(count, 32000)) ids << id << " ";
+}
+
 std::vector<float> ReadFloats(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   const auto bytes = static_cast<size_t>(in.tellg());
@@ -267,10 +274,7 @@ int main(int argc, char** argv) {
                 models.wall_s, "-", models.peak_rss_mib, models.ok ? "" : "  FAILED");
     for (const std::string& t : tokens) {
       const std::string ids_file = dir + "/.ids-" + t;
-      {
-        std::ofstream ids(ids_file);
-        for (int64_t id : attnscope::bench::RandomIds(std::stoll(t), 32000)) ids << id << " ";
-      }
+      WriteIds(ids_file, std::stoll(t));
       for (const std::string& precision : precisions) {
         const Run r = Exec({binary, "analyze", "--model", dir, "--ids-file", ids_file, "--json",
                             "--threads", threads, "--precision", precision},
@@ -307,10 +311,7 @@ int main(int argc, char** argv) {
   const std::string prompt_file = dir + "/.ids-prompt";
   std::vector<int64_t> reference_ids;  // attnscope float32's, the first build's
   if (new_tokens > 0) {
-    {
-      std::ofstream ids(prompt_file);
-      for (int64_t id : attnscope::bench::RandomIds(16, 32000)) ids << id << " ";
-    }
+    WriteIds(prompt_file, 16);
     std::printf("\ngeneration: %ld greedy tokens after a 16-token prompt\n",
                 static_cast<long>(new_tokens));
     std::printf("%-44s %9s %9s %9s %12s\n", "binary", "precision", "tokens/s", "wall s",
@@ -368,10 +369,7 @@ int main(int argc, char** argv) {
                 "warm s", "wall s", "peak RSS MiB", "last-row logits vs attnscope float32");
     for (const std::string& t : tokens) {
       const std::string ids_file = dir + "/.ids-" + t;
-      {
-        std::ofstream ids(ids_file);
-        for (int64_t id : attnscope::bench::RandomIds(std::stoll(t), 32000)) ids << id << " ";
-      }
+      WriteIds(ids_file, std::stoll(t));
       for (const std::string& dtype : pytorch) {
         const Need need =
             PyTorchNeed(cfg, file_mib * 1048576.0, largest_shard, std::stoll(t), dtype == "float32" ? 4 : 2);
