@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <string_view>
 #include <vector>
 
 #include "service/core/parallel.h"
@@ -29,6 +30,7 @@ constexpr int64_t kMinPanels = 2;
 constexpr int64_t kPackedRowsBytes = int64_t{16} << 20;
 
 #define TARGET __attribute__((target("avx2,fma")))
+#define TARGET512 __attribute__((target("avx512f,avx512bw,avx2,fma")))
 
 struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
@@ -319,6 +321,86 @@ TARGET void RowsKernelEdge(int64_t kc, const float* a, int64_t lda, int64_t mr, 
   }
 }
 
+// AVX-512: a tile of two panels of x (2 kMr rows) by two panels of W
+// (2 kNr columns), 24 accumulators of 16 floats. Each element of y takes
+// the same operations in the same order as in the AVX2 tile (zero, one
+// fused multiply-add per step, the sum with what c holds), so the two give
+// the same bits.
+constexpr int64_t kWideRows = 2 * kMr;
+constexpr int64_t kWideColumns = 2 * kNr;
+
+// Step p's kNr values of a panel of W as float32: float32 panels as they
+// are; bfloat16 pairs (lane i: column i low, column 8 + i high) read into
+// both halves of a register, then each column's two bytes moved to the
+// top of its lane, in column order, in one shuffle within 128-bit lanes:
+// lanes 0-3 and 4-7 take the low halves of pairs 0-3 and 4-7, lanes 8-11
+// and 12-15 the high halves.
+template <Panel panel>
+TARGET512 inline __m512 WideStep(const void* b, int64_t p, __m512i order) {
+  if constexpr (panel == Panel::kFloat32) {
+    return _mm512_load_ps(static_cast<const float*>(b) + p * kNr);
+  } else {
+    const __m512i both = _mm512_broadcast_i64x4(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(b) + p * kNr)));
+    return _mm512_castsi512_ps(_mm512_shuffle_epi8(both, order));
+  }
+}
+
+// The vpshufb control of WideStep: for each 32-bit lane, zero bytes below
+// its column's two bytes (bytes 0-1 of a pair for lanes 0-7, bytes 2-3 for
+// lanes 8-15, of the pair lane % 4 of its 128-bit lane).
+TARGET512 inline __m512i WideOrder() {
+  alignas(64) int8_t control[64];
+  for (int lane = 0; lane < 16; ++lane) {
+    const int pair = lane % 4, half = lane < 8 ? 0 : 2;
+    int8_t* out = control + 4 * lane;
+    out[0] = out[1] = -1;  // high bit: zero
+    out[2] = static_cast<int8_t>(4 * pair + half);
+    out[3] = static_cast<int8_t>(4 * pair + half + 1);
+  }
+  return _mm512_load_si512(control);
+}
+
+// One row of the wide tile: 32 values stored, or added to those there.
+TARGET512 inline void PutWide(float* row, __m512 lo, __m512 hi, bool accumulate) {
+  if (accumulate) {
+    lo = _mm512_add_ps(lo, _mm512_loadu_ps(row));
+    hi = _mm512_add_ps(hi, _mm512_loadu_ps(row + kNr));
+  }
+  _mm512_storeu_ps(row, lo);
+  _mm512_storeu_ps(row + kNr, hi);
+}
+
+// Two packed panels of x (a0, a1: PackX) times two panels of W (b0, b1),
+// over kc steps, into the kWideRows x kWideColumns tile c.
+template <Panel panel>
+TARGET512 void WideKernel(int64_t kc, const float* a0, const float* a1, const void* b0,
+                          const void* b1, float* c, int64_t ldc, bool accumulate) {
+  __m512 acc[kWideRows][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kWideRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  const __m512i order = WideOrder();
+#pragma GCC unroll 2
+  for (int64_t p = 0; p < kc; ++p) {
+    const __m512 w0 = WideStep<panel>(b0, p, order);
+    const __m512 w1 = WideStep<panel>(b1, p, order);
+#pragma GCC unroll 6
+    for (int r = 0; r < kMr; ++r) {
+      const __m512 v = _mm512_set1_ps(a0[p * kMr + r]);
+      acc[r][0] = _mm512_fmadd_ps(v, w0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(v, w1, acc[r][1]);
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < kMr; ++r) {
+      const __m512 v = _mm512_set1_ps(a1[p * kMr + r]);
+      acc[kMr + r][0] = _mm512_fmadd_ps(v, w0, acc[kMr + r][0]);
+      acc[kMr + r][1] = _mm512_fmadd_ps(v, w1, acc[kMr + r][1]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < kWideRows; ++r) PutWide(c + r * ldc, acc[r][0], acc[r][1], accumulate);
+}
+
 // Even blocks of at most `most` covering n, each a multiple of `unit`.
 int64_t BlockSize(int64_t n, int64_t most, int64_t unit) {
   const int64_t blocks = (n + most - 1) / most;
@@ -333,14 +415,14 @@ int64_t BlockSize(int64_t n, int64_t most, int64_t unit) {
 // W packed at load (kBfloat16Panels, j0 a multiple of kNr) is read where it
 // lies.
 template <PanelWeights type>
-TARGET void Columns(const float* px, const float* x, int64_t ldx, int64_t m, const void* w,
-                    int64_t k, int64_t ldw, float* y, int64_t ldy, int64_t j0, int64_t j1) {
+TARGET void Columns(bool wide, const float* px, const float* x, int64_t ldx, int64_t m,
+                    const void* w, int64_t k, int64_t ldw, float* y, int64_t ldy, int64_t j0,
+                    int64_t j1) {
   constexpr Panel kPanel =
       type == PanelWeights::kBfloat16Panels ? Panel::kBf16Pairs : Panel::kFloat32;
   float* const pb = ThreadBuffers().b.get();
   const int64_t kc_size = BlockSize(k, kKc, 1);
-  const int64_t mc_size = BlockSize(m, kMc, kMr);
-  alignas(32) float edge[kMr * kNr];
+  const int64_t mc_size = BlockSize(m, kMc, wide ? kWideRows : kMr);
   const int64_t nc = j1 - j0;
   for (int64_t pc = 0; pc < k; pc += kc_size) {
     const int64_t kc = std::min(kc_size, k - pc);
@@ -350,38 +432,58 @@ TARGET void Columns(const float* px, const float* x, int64_t ldx, int64_t m, con
     } else if constexpr (type == PanelWeights::kBfloat16) {
       PackW<type>(static_cast<const uint16_t*>(w) + j0 * ldw + pc, ldw, nc, kc, pb);
     }
+    // Panel jr (a column of W's block, a multiple of kNr) of this block.
+    const auto panel_at = [&](int64_t jr) -> const void* {
+      if constexpr (kPanel == Panel::kBf16Pairs) {
+        return static_cast<const uint16_t*>(w) + ((j0 + jr) / kNr * k + pc) * kNr;
+      } else {
+        return pb + jr * kc;
+      }
+    };
+    // The tile of rows [ir, ir + kMr) of the block at ic and panel jr.
+    const auto tile = [&](int64_t ic, int64_t mc, int64_t ir, int64_t jr) {
+      const int64_t nr = std::min(kNr, nc - jr);
+      const int64_t mr = std::min(kMr, mc - ir);
+      const void* bpanel = panel_at(jr);
+      float* c = y + (ic + ir) * ldy + j0 + jr;
+      if (px == nullptr) {
+        const float* a = x + (ic + ir) * ldx + pc;
+        if (nr == kNr) {
+          RowsKernel<kPanel>(kc, a, ldx, mr, bpanel, c, ldy, accumulate, 1.0f);
+        } else {
+          RowsKernelEdge<kPanel>(kc, a, ldx, mr, bpanel, c, ldy, nr, accumulate, 1.0f);
+        }
+        return;
+      }
+      const float* apanel = px + (ic + ir) * k + pc * kMr;
+      if (mr == kMr && nr == kNr) {
+        Kernel<kPanel>(kc, apanel, bpanel, c, ldy, accumulate);
+        return;
+      }
+      alignas(32) float edge[kMr * kNr];
+      Kernel<kPanel>(kc, apanel, bpanel, edge, kNr, false);
+      for (int64_t r = 0; r < mr; ++r) {
+        for (int64_t q = 0; q < nr; ++q) {
+          c[r * ldy + q] = accumulate ? c[r * ldy + q] + edge[r * kNr + q] : edge[r * kNr + q];
+        }
+      }
+    };
+    const int64_t step_n = wide ? kWideColumns : kNr;
+    const int64_t step_m = wide ? kWideRows : kMr;
     for (int64_t ic = 0; ic < m; ic += mc_size) {
       const int64_t mc = std::min(mc_size, m - ic);
-      for (int64_t jr = 0; jr < nc; jr += kNr) {
-        const int64_t nr = std::min(kNr, nc - jr);
-        const void* bpanel;
-        if constexpr (kPanel == Panel::kBf16Pairs) {
-          bpanel = static_cast<const uint16_t*>(w) + ((j0 + jr) / kNr * k + pc) * kNr;
-        } else {
-          bpanel = pb + jr * kc;
-        }
-        for (int64_t ir = 0; ir < mc; ir += kMr) {
-          const int64_t mr = std::min(kMr, mc - ir);
-          float* c = y + (ic + ir) * ldy + j0 + jr;
-          if (px == nullptr) {
-            const float* a = x + (ic + ir) * ldx + pc;
-            if (nr == kNr) {
-              RowsKernel<kPanel>(kc, a, ldx, mr, bpanel, c, ldy, accumulate, 1.0f);
-            } else {
-              RowsKernelEdge<kPanel>(kc, a, ldx, mr, bpanel, c, ldy, nr, accumulate, 1.0f);
-            }
+      for (int64_t jr = 0; jr < nc; jr += step_n) {
+        for (int64_t ir = 0; ir < mc; ir += step_m) {
+          if (wide && px != nullptr && ir + kWideRows <= mc && jr + kWideColumns <= nc) {
+            const float* apanel = px + (ic + ir) * k + pc * kMr;
+            WideKernel<kPanel>(kc, apanel, apanel + kMr * k, panel_at(jr), panel_at(jr + kNr),
+                               y + (ic + ir) * ldy + j0 + jr, ldy, accumulate);
             continue;
           }
-          const float* apanel = px + (ic + ir) * k + pc * kMr;
-          if (mr == kMr && nr == kNr) {
-            Kernel<kPanel>(kc, apanel, bpanel, c, ldy, accumulate);
-            continue;
-          }
-          Kernel<kPanel>(kc, apanel, bpanel, edge, kNr, false);
-          for (int64_t r = 0; r < mr; ++r) {
-            for (int64_t q = 0; q < nr; ++q) {
-              c[r * ldy + q] = accumulate ? c[r * ldy + q] + edge[r * kNr + q] : edge[r * kNr + q];
-            }
+          // Narrow tiles: every tile without AVX-512, and the edges of the
+          // wide ones.
+          for (int64_t jn = jr; jn < std::min(nc, jr + step_n); jn += kNr) {
+            for (int64_t in = ir; in < std::min(mc, ir + step_m); in += kMr) tile(ic, mc, in, jn);
           }
         }
       }
@@ -396,9 +498,25 @@ bool PanelGemmAvailable() {
   return available;
 }
 
+PanelIsa ChosenPanelIsa() {
+  static const PanelIsa isa = [] {
+    const char* env = std::getenv("ATTNSCOPE_PANEL_ISA");
+    const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    if (env != nullptr && std::string_view(env) == "avx2") return PanelIsa::kAvx2;
+    return avx512 ? PanelIsa::kAvx512 : PanelIsa::kAvx2;
+  }();
+  return isa;
+}
+
 void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeights type,
                int64_t n, int64_t k, int64_t ldw, float* y, int64_t ldy) {
+  PanelGemmOn(ChosenPanelIsa(), x, m, ldx, w, type, n, k, ldw, y, ldy);
+}
+
+void PanelGemmOn(PanelIsa isa, const float* x, int64_t m, int64_t ldx, const void* w,
+                 PanelWeights type, int64_t n, int64_t k, int64_t ldw, float* y, int64_t ldy) {
   if (m <= 0 || n <= 0) return;
+  const bool wide = isa == PanelIsa::kAvx512;
   if (k <= 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(y + i * ldy, y + i * ldy + n, 0.0f);
     return;
@@ -454,13 +572,16 @@ void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeigh
         const int64_t j0 = first * kNr, j1 = std::min(n, (first + take) * kNr);
         switch (type) {
           case PanelWeights::kFloat32:
-            Columns<PanelWeights::kFloat32>(px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy, j0, j1);
+            Columns<PanelWeights::kFloat32>(wide, px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy,
+                                                    j0, j1);
             break;
           case PanelWeights::kBfloat16:
-            Columns<PanelWeights::kBfloat16>(px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy, j0, j1);
+            Columns<PanelWeights::kBfloat16>(wide, px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy,
+                                                    j0, j1);
             break;
           case PanelWeights::kBfloat16Panels:
-            Columns<PanelWeights::kBfloat16Panels>(px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy, j0, j1);
+            Columns<PanelWeights::kBfloat16Panels>(wide, px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy,
+                                                    j0, j1);
             break;
         }
       }

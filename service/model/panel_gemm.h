@@ -33,6 +33,17 @@ bool PanelGemmAvailable();
 void PanelGemm(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeights type,
                int64_t n, int64_t k, int64_t ldw, float* y, int64_t ldy);
 
+// Which tiles PanelGemm runs: AVX2's 6 x 16 (twelve 8-float accumulators),
+// or AVX-512's 12 x 32 (24 16-float accumulators) where the CPU has
+// AVX-512F and BW, with AVX2 tiles at its edges. Every element of y takes
+// the same operations in the same order in either, so both give the same
+// bits. ATTNSCOPE_PANEL_ISA=avx2 keeps the AVX2 tiles (for comparison).
+enum class PanelIsa { kAvx2, kAvx512 };
+PanelIsa ChosenPanelIsa();
+// PanelGemm on the given tiles (kAvx512 requires AVX-512F and BW).
+void PanelGemmOn(PanelIsa isa, const float* x, int64_t m, int64_t ldx, const void* w,
+                 PanelWeights type, int64_t n, int64_t k, int64_t ldw, float* y, int64_t ldy);
+
 // A bfloat16 W (n x k, row stride ldw) laid out once, ahead of its
 // products, as the kernel reads it: panels of 16 rows, each step's 16 values
 // together (rows 16 j .. 16 j + 7 in the low halves of eight 32-bit lanes,

@@ -5,7 +5,7 @@
 // (blocks handed out to a pool of three, calls from several threads at
 // once) giving the same bits as one thread; bfloat16 weights packed ahead
 // (PackBf16Panels) giving the bits of the same weights packed per product;
-// and attention's two products on
+// AVX-512's tiles giving the bits of AVX2's; and attention's two products on
 // keys and values packed once (PanelScores, PanelWeightedValues).
 #include "service/model/panel_gemm.h"
 
@@ -232,6 +232,46 @@ TEST(PanelGemm, FewRowsReadInPlaceGiveTheBitsOfPackedRows) {
       const std::vector<float> few = product(c.m, type), packed = product(more, type);
       EXPECT_EQ(0, std::memcmp(few.data(), packed.data(), few.size() * sizeof(float)))
           << "m=" << c.m << " n=" << c.n << " k=" << c.k << " type " << static_cast<int>(type);
+    }
+    seed += 20;
+  }
+}
+
+// AVX-512's 12 x 32 tiles (with AVX2 tiles at their edges) give the bits
+// of AVX2's 6 x 16 tiles alone, for every kind of weights, at the edges of
+// both tiles, of the 72-row block and of the 512 block of k, on strided
+// operands, on a pool of three threads. (MatchesFloat64SumsAtEveryEdge...
+// checks the chosen tiles against float64 sums.)
+TEST(PanelGemm, Avx512TilesGiveTheBitsOfAvx2Tiles) {
+  if (!PanelGemmAvailable()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  if (ChosenPanelIsa() != PanelIsa::kAvx512) GTEST_SKIP() << "this CPU has no AVX-512F and BW";
+  Pool pool(3);
+  const std::vector<Case> cases = {{12, 32, 8},   {12, 32, 513}, {11, 31, 64},  {13, 33, 9},
+                                   {24, 64, 300}, {25, 48, 1030}, {72, 96, 37}, {73, 529, 600},
+                                   {150, 1031, 17}, {36, 16, 100}, {6, 1152, 896}};
+  uint32_t seed = 300;
+  for (const Case& c : cases) {
+    const int64_t ldx = c.k + 3, ldw = c.k + 5, ldy = c.n + 2;
+    const std::vector<float> x = Random(c.m * ldx, seed);
+    const std::vector<float> wf = Random(c.n * ldw, seed + 1);
+    std::vector<uint16_t> wb(wf.size());
+    for (size_t i = 0; i < wb.size(); ++i) wb[i] = Bf16Bits(wf[i]);
+    const Panels panels(wb, ldw, c.n, c.k);
+    for (PanelWeights type :
+         {PanelWeights::kFloat32, PanelWeights::kBfloat16, PanelWeights::kBfloat16Panels}) {
+      const void* w = type == PanelWeights::kFloat32    ? static_cast<const void*>(wf.data())
+                      : type == PanelWeights::kBfloat16 ? static_cast<const void*>(wb.data())
+                                                        : static_cast<const void*>(panels.data);
+      const int64_t ld = type == PanelWeights::kBfloat16Panels ? c.k : ldw;
+      std::vector<float> narrow(c.m * ldy, 7.0f), wide(c.m * ldy, 7.0f);
+      PanelGemmOn(PanelIsa::kAvx2, x.data(), c.m, ldx, w, type, c.n, c.k, ld, narrow.data(), ldy);
+      PanelGemmOn(PanelIsa::kAvx512, x.data(), c.m, ldx, w, type, c.n, c.k, ld, wide.data(), ldy);
+      int differ = 0;
+      for (size_t i = 0; i < wide.size(); ++i) {
+        differ += std::memcmp(&wide[i], &narrow[i], sizeof(float)) != 0;
+      }
+      EXPECT_EQ(differ, 0) << "m=" << c.m << " n=" << c.n << " k=" << c.k << " type "
+                           << static_cast<int>(type);
     }
     seed += 20;
   }
