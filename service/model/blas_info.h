@@ -15,9 +15,10 @@ std::string BlasCoreName();
 // OPENBLAS_CORETYPE value to set; "" when there is nothing to advise.
 std::string BlasAdvice();
 
-// What multiplies the CPU's matrix products, e.g. "oneDNN 2.6.3
-// (avx512_core_bf16): weights packed at load" or "BLAS (OpenBLAS Haswell)"
-// (ATTNSCOPE_GEMM=auto|onednn|blas chooses; see gemm.h).
+// What multiplies the CPU's matrix products, e.g. "own kernel (AVX-512
+// tiles): ...", "oneDNN 2.6.3 (avx512_core_bf16): weights packed at load"
+// or "BLAS (OpenBLAS Haswell)" (ATTNSCOPE_GEMM=auto|own|onednn|blas
+// chooses; see gemm.h).
 std::string MatrixProductsDescription();
 
 }  // namespace attnscope::model

@@ -58,9 +58,15 @@ const Choice& TheChoice() {
       c.backend = GemmBackend::kBlas;
     } else if (c.asked == "onednn") {
       c.backend = GemmBackend::kOneDnn;
+    } else if (c.asked == "own") {
+      c.backend = GemmBackend::kBlas;
     } else {
+      // The project's own kernel wherever it runs (weights as stored, no
+      // packing at load); oneDNN's packed weights only where it does not
+      // and oneDNN has AVX-512 (no such CPU is known: AVX-512 implies AVX2).
       c.unknown = !c.asked.empty() && c.asked != "auto";
-      c.backend = OneDnnHasAvx512() ? GemmBackend::kOneDnn : GemmBackend::kBlas;
+      c.backend = OneDnnHasAvx512() && !PanelGemmAvailable() ? GemmBackend::kOneDnn
+                                                             : GemmBackend::kBlas;
     }
     return c;
   }();
@@ -282,31 +288,43 @@ bool PanelProducts() {
   return panel;
 }
 
+bool SgemmOnOneDnn() {
+  static const bool onednn = TheChoice().backend == GemmBackend::kOneDnn ||
+                             (TheChoice().asked != "blas" && OneDnnHasAvx512());
+  return onednn;
+}
+
 bool OneDnnHasAvx512() { return HasIsa(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx512_core); }
 
 std::string GemmDescription() {
   const Choice& c = TheChoice();
+  const dnnl_version_t* v = dnnl_version();
+  const std::string onednn = "oneDNN " + std::to_string(v->major) + "." +
+                             std::to_string(v->minor) + "." + std::to_string(v->patch) + " (" +
+                             IsaName(dnnl_get_effective_cpu_isa()) + ")";
+  const std::string core = BlasCoreName();
+  const std::string blas = core.empty() ? "BLAS" : "BLAS (OpenBLAS " + core + ")";
   std::string line;
   if (c.backend == GemmBackend::kOneDnn) {
-    const dnnl_version_t* v = dnnl_version();
-    line = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-           std::to_string(v->patch) + " (" + IsaName(dnnl_get_effective_cpu_isa()) +
-           "): weights packed at load";
+    line = onednn + ": weights packed at load";
     if (!NativeBf16()) line += ", bfloat16 products as float32 products of rounded operands";
+  } else if (PanelProducts()) {
+    line = std::string("own kernel (") +
+           (ChosenPanelIsa() == PanelIsa::kAvx512 ? "AVX-512" : "AVX2") +
+           " tiles): weights as stored, BF16 widened while packed; other products: " +
+           (SgemmOnOneDnn() ? onednn + " sgemm" : blas);
   } else {
-    const std::string core = BlasCoreName();
-    line = core.empty() ? "BLAS" : "BLAS (OpenBLAS " + core + ")";
-    if (PanelProducts()) line += "; weights: own AVX2 kernel (BF16 widened while packed)";
+    line = blas;
   }
   if (!c.asked.empty()) line += "; ATTNSCOPE_GEMM=" + c.asked;
-  if (c.unknown) line += " is not one of auto, onednn, blas: auto";
+  if (c.unknown) line += " is not one of auto, onednn, own, blas: auto";
   return line;
 }
 
 void Sgemm(bool b_transposed, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
-  if (ChosenGemmBackend() == GemmBackend::kOneDnn) {
+  if (SgemmOnOneDnn()) {
     const dnnl_status_t status = dnnl_sgemm('N', b_transposed ? 'T' : 'N', m, n, k, alpha, a,
                                             lda, b, ldb, 0.0f, c, ldc);
     if (status != dnnl_success) {

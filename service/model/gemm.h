@@ -1,26 +1,27 @@
 // Internal to the model library: the CPU matrix products of the forward pass,
 // on raw float32 arrays. Torch-free (and free of oneDNN's headers).
 //
-// Two libraries can multiply: the BLAS libtorch uses (OpenBLAS here), and
-// oneDNN (libdnnl, which Debian's libtorch links already). Where oneDNN's
-// effective instruction set is AVX-512 or better, its matmul primitive runs
-// its brgemm AVX-512 kernels on weights packed once at load into the blocked
-// layout those kernels read (no repacking per call, the same layout for
-// every number of rows), and its sgemm runs AVX-512 kernels too; OpenBLAS
-// 0.3.21 has AVX2 kernels only for such CPUs (OPENBLAS_CORETYPE=Haswell), so
-// oneDNN is faster there (bench/perf_compare_bench's floor measures both;
-// docs/performance-history.md, "Measurements behind choices in the code").
-// On CPUs without AVX-512 the BLAS multiplies.
+// The weight matrices are multiplied by the project's own kernel
+// (panel_gemm.h) wherever the CPU has AVX2 and FMA (AVX-512 tiles where it
+// has AVX-512), on the weights where they lie in the mapped checkpoint,
+// packed block by block in each product (a BF16 one widened while packed);
+// a BF16 checkpoint's head, which each block of logit rows multiplies, is
+// packed once at load into the kernel's bfloat16 panels
+// (PackedMatrix::PackPanels). Nothing else is packed at load, so a model is
+// ready as soon as it is mapped.
 //
-// On the BLAS path, the model's weight matrices are multiplied by the
-// project's own kernel (panel_gemm.h) where the CPU has AVX2 and FMA,
-// packed block by block in each product where they lie (a BF16 one widened
-// while packed); a BF16 checkpoint's head, which each block of logit rows
-// multiplies, is packed once at load into the kernel's bfloat16 panels
-// (PackedMatrix::PackPanels).
+// Two libraries can multiply too: the BLAS libtorch uses (OpenBLAS here),
+// and oneDNN (libdnnl, which Debian's libtorch links already). oneDNN's
+// matmul primitive runs its brgemm kernels on weights packed once at load
+// into the blocked layout those kernels read (ATTNSCOPE_GEMM=onednn; on
+// AVX-512 BF16 CPUs its bfloat16 products take the CPU's dot-product
+// instructions, twice the float32 rate). The other products (attention's
+// few-row ones, the lens's) take oneDNN's sgemm on AVX-512 CPUs, where
+// OpenBLAS 0.3.21 has AVX2 kernels only, and BLAS elsewhere.
 //
-// ATTNSCOPE_GEMM=auto (the default) | onednn | blas chooses; blas also
-// multiplies the weights by BLAS (bfloat16 ones after widening chunks).
+// ATTNSCOPE_GEMM=auto (the default: the own kernel) | own | onednn | blas
+// chooses; blas multiplies everything by BLAS (bfloat16 weights after
+// widening chunks).
 #pragma once
 
 #include <cstdint>
@@ -37,15 +38,21 @@ enum class GemmBackend { kBlas, kOneDnn };
 GemmBackend ChosenGemmBackend();
 
 // True when oneDNN's effective instruction set is AVX-512 (avx512_core) or
-// better: where auto chooses it.
+// better.
 bool OneDnnHasAvx512();
 
+// True where Sgemm runs oneDNN's sgemm: the oneDNN backend, or an AVX-512
+// CPU unless ATTNSCOPE_GEMM=blas (OpenBLAS 0.3.21 has AVX2 kernels only
+// there).
+bool SgemmOnOneDnn();
+
 // True where unpacked weight matrices (float32 or bfloat16, rows dense) go
-// through PanelGemm: the BLAS backend, AVX2 and FMA, ATTNSCOPE_GEMM not blas.
+// through PanelGemm: AVX2 and FMA, ATTNSCOPE_GEMM auto or own.
 bool PanelProducts();
 
-// One line for logs and benchmarks, e.g. "oneDNN 2.6.3 (avx512_core_bf16):
-// weights packed at load" or "BLAS (OpenBLAS Haswell)".
+// One line for logs and benchmarks, e.g. "own kernel (AVX-512 tiles):
+// weights as stored, ...", "oneDNN 2.6.3 (avx512_core_bf16): weights packed
+// at load" or "BLAS (OpenBLAS Haswell)".
 std::string GemmDescription();
 
 // C (m x n, row-major, ldc) = alpha * A (m x k, lda) * op(B), op(B) = B

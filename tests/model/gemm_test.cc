@@ -485,6 +485,8 @@ TEST(Gemm, DescriptionNamesTheBackend) {
   const std::string d = GemmDescription();
   if (ChosenGemmBackend() == GemmBackend::kOneDnn) {
     EXPECT_EQ(d.rfind("oneDNN ", 0), 0u) << d;
+  } else if (PanelProducts()) {
+    EXPECT_EQ(d.rfind("own kernel (", 0), 0u) << d;
   } else {
     EXPECT_EQ(d.rfind("BLAS", 0), 0u) << d;
   }
