@@ -327,13 +327,10 @@ at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at
   const auto optional = [](const at::Tensor& t) {
     return t.defined() ? c10::optional<at::Tensor>(t) : c10::optional<at::Tensor>();
   };
-  // Up to this many rows (decoding), no widened copy at all: dot products
-  // on the bfloat16 rows (vmath::Bf16RowDots).
-  constexpr int64_t kDotRows = 8;
   const bool plain = x.is_cpu() && weight.is_cpu() && x.scalar_type() == at::kFloat &&
                      weight.dim() == 2 && weight.stride(1) == 1;
   if (weight.scalar_type() == at::kFloat && plain && PanelProducts() &&
-      x.numel() > kDotRows * weight.size(1)) {
+      x.numel() > kDotProductRows * weight.size(1)) {
     // The same kernel as for bfloat16 weights: a BF16 checkpoint and an F32
     // one holding the same values give the same bits.
     const int64_t n = weight.size(0), k = weight.size(1);
@@ -364,7 +361,7 @@ at::Tensor WidenedLinear(const at::Tensor& x, const at::Tensor& weight, const at
   at::Tensor y = at::empty(sizes, x.options());
   const at::BFloat16* w = weight.data_ptr<at::BFloat16>();
   const int64_t ld = weight.stride(0);
-  if (m <= kDotRows) {
+  if (m <= kDotProductRows) {
     // A decoding step: each weight row read once, widened in registers.
     const float* xs = a.data_ptr<float>();
     float* ys = y.data_ptr<float>();

@@ -115,8 +115,12 @@ at::Tensor Linear(const at::Tensor& x, const LinearWeights& w);
 at::Tensor PackedLinear(const at::Tensor& x, const PackedMatrix& p, const at::Tensor& bias,
                         Epilogue epilogue, Operands operands);
 
+// Up to this many rows of x (a decoding step) take dot products on a
+// bfloat16 W's rows, each row read once (vmath::Bf16RowDots).
+inline constexpr int64_t kDotProductRows = 8;
+
 // y = x W^T (+ b) in float32 for an unpacked W. A bfloat16 W is never
-// copied whole to float32: up to 8 rows of x take dot products on its
+// copied whole to float32: up to kDotProductRows rows of x take dot products on its
 // bfloat16 rows; more go through PanelGemm, which widens W (exactly) block
 // by block while it packs it (where PanelProducts(); elsewhere chunks of at
 // most 16 MiB as float32 are widened just before their BLAS products).

@@ -1,8 +1,11 @@
 #include "service/model/device.h"
 
 #include <functional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "service/model/gemm.h"
+#include "service/model/panel_gemm.h"
 
 namespace attnscope::model {
 namespace {
@@ -80,7 +83,9 @@ DecoderWeights Bf16Matrices(const DecoderWeights& weights) {
   ForEachMatrix(copy, [](at::Tensor& t) {
     if (t.scalar_type() == at::kBFloat16) return;  // as stored: shared, no copy
     const at::Tensor rounded = t.to(at::kBFloat16).contiguous();
-    t = t.is_cuda() ? rounded : rounded.to(at::kFloat);
+    // On the own kernel the CPU keeps them as bfloat16 too: the products of
+    // a BF16 checkpoint's (PanelGemmBf16), the same bits.
+    t = t.is_cuda() || PanelProducts() ? rounded : rounded.to(at::kFloat);
   });
   return copy;
 }
@@ -91,8 +96,23 @@ at::Tensor LinearBf16(const at::Tensor& x, const LinearWeights& w16) {
   if (w16.packed) {  // rounds x itself
     return PackedLinear(x, *w16.packed, w16.bias, Epilogue::kNone, Operands::kStored);
   }
-  at::Tensor y = x.is_cuda() ? at::matmul(x.to(at::kBFloat16), w16.weight.t()).to(at::kFloat)
-                             : WidenedLinear(RoundToBf16(x), w16.weight, at::Tensor());
+  const at::Tensor& w = w16.weight;
+  if (x.is_cpu() && PanelProducts() && x.scalar_type() == at::kFloat &&
+      w.scalar_type() == at::kBFloat16 && w.dim() == 2 && w.stride(1) == 1 &&
+      x.numel() > kDotProductRows * w.size(1)) {
+    // The own kernel's bfloat16 products on the stored rows (it rounds x).
+    const int64_t n = w.size(0), k = w.size(1);
+    const at::Tensor a = x.contiguous();
+    std::vector<int64_t> sizes = x.sizes().vec();
+    sizes.back() = n;
+    at::Tensor y = at::empty(sizes, x.options());
+    PanelGemmBf16(a.data_ptr<float>(), a.numel() / k, k, w.data_ptr(), PanelWeights::kBfloat16, n,
+                  k, w.stride(0), y.data_ptr<float>(), n);
+    if (w16.bias.defined()) y.add_(w16.bias);
+    return y;
+  }
+  at::Tensor y = x.is_cuda() ? at::matmul(x.to(at::kBFloat16), w.t()).to(at::kFloat)
+                             : WidenedLinear(RoundToBf16(x), w, at::Tensor());
   if (w16.bias.defined()) y.add_(w16.bias);
   return y;
 }

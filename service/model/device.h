@@ -23,8 +23,10 @@ void MoveWeights(DecoderWeights& weights, const c10::Device& device);
 // (float32). Matrices already in bfloat16 (a BF16 checkpoint's, packed or
 // not) are shared as they are: no second copy. Float32 packed matrices
 // (oneDNN) become oneDNN's bfloat16 packing (half the bytes). Other float32
-// matrices: on CUDA bfloat16 tensors; on the CPU float32 tensors holding the
-// bfloat16-rounded values, so that no product pays a conversion.
+// matrices: bfloat16 tensors on CUDA and where the own kernel multiplies
+// (PanelProducts(): the products a BF16 checkpoint's matrices take, the
+// same bits); elsewhere float32 tensors holding the bfloat16-rounded
+// values, so that no product pays a conversion.
 DecoderWeights Bf16Matrices(const DecoderWeights& weights);
 
 // x rounded to bfloat16 and back (same dtype and device as x).

@@ -708,15 +708,12 @@ void PackedMatrix::Multiply(const float* x, int64_t m, int64_t ldx, const float*
       throw std::invalid_argument(
           "PackedMatrix::Multiply: a matrix packed for the AVX2 kernel fuses no activation");
     }
-    // Bfloat16 products: float32 products of x rounded to bfloat16 (exact).
-    const float* src = x;
+    // Bfloat16 products: x rounded to bfloat16 (PanelGemmBf16).
     if (asked == PackedType::kBfloat16) {
-      src = DenseRows(Scratch().dense, x, m, k_, ldx,
-                      [](float v) { return vmath::Bf16ToFloat(ToBf16(v)); });
-      ldx = k_;
+      PanelGemmBf16(x, m, ldx, impl_->panels, PanelWeights::kBfloat16Panels, n_, k_, k_, y, ldy);
+    } else {
+      PanelGemm(x, m, ldx, impl_->panels, PanelWeights::kBfloat16Panels, n_, k_, k_, y, ldy);
     }
-    PanelGemm(src, m, ldx, impl_->panels, PanelWeights::kBfloat16Panels, n_, k_, k_, y,
-              ldy);
     if (bias != nullptr) {
       core::ParallelFor(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n_, 1)),
                         [&](int64_t begin, int64_t end) {

@@ -31,6 +31,7 @@ constexpr int64_t kPackedRowsBytes = int64_t{16} << 20;
 
 #define TARGET __attribute__((target("avx2,fma")))
 #define TARGET512 __attribute__((target("avx512f,avx512bw,avx2,fma")))
+#define TARGETBF16 __attribute__((target("avx512f,avx512bw,avx512bf16,avx2,fma")))
 
 struct FreeDeleter {
   void operator()(float* p) const { std::free(p); }
@@ -340,7 +341,8 @@ TARGET512 inline __m512 WideStep(const void* b, int64_t p, __m512i order) {
   if constexpr (panel == Panel::kFloat32) {
     return _mm512_load_ps(static_cast<const float*>(b) + p * kNr);
   } else {
-    const __m512i both = _mm512_broadcast_i64x4(
+    const __m512i both = _mm512_maskz_broadcast_i64x4(
+        0xFF,
         _mm256_load_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(b) + p * kNr)));
     return _mm512_castsi512_ps(_mm512_shuffle_epi8(both, order));
   }
@@ -583,6 +585,249 @@ void PanelGemmOn(PanelIsa isa, const float* x, int64_t m, int64_t ldx, const voi
             Columns<PanelWeights::kBfloat16Panels>(wide, px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy,
                                                     j0, j1);
             break;
+        }
+      }
+    });
+  }
+}
+
+namespace {
+
+// Bfloat16 products by AVX-512 BF16's dot-product instruction (vdpbf16ps:
+// each 32-bit lane adds the products of a pair of bfloat16 values, two
+// steps of k at once, in float32). The operands in pairs along k: x's rows
+// rounded to bfloat16 (bf16 rows), then packed by PackX as 32-bit pairs;
+// W's rows as 32-bit pairs packed by PackW (a float32 packing moves bits
+// only), or BF16 head panels (pairs along n) regrouped by one vpermw per
+// two steps.
+
+// x (m x k, ldx) rounded to bfloat16 (nearest even), dense rows of k.
+TARGETBF16 void RoundRows(const float* x, int64_t m, int64_t ldx, int64_t k, uint16_t* out) {
+  for (int64_t r = 0; r < m; ++r) {
+    const float* src = x + r * ldx;
+    uint16_t* dst = out + r * k;
+    int64_t j = 0;
+    for (; j + 32 <= k; j += 32) {
+      const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + j + 16), _mm512_loadu_ps(src + j));
+      _mm512_storeu_si512(dst + j, reinterpret_cast<const __m512i&>(h));
+    }
+    for (; j < k; ++j) {
+      uint32_t u;
+      std::memcpy(&u, src + j, sizeof u);
+      dst[j] = (u & 0x7fffffffu) > 0x7f800000u
+                   ? static_cast<uint16_t>((u >> 16) | 0x40u)
+                   : static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+  }
+}
+
+// vpermw's index: element 2 j + s of the result is column j of step s of
+// a BF16 head panel's two steps (the 64 bytes from step 2 q).
+TARGETBF16 inline __m512i PairsOrder() {
+  alignas(64) uint16_t index[32];
+  for (int j = 0; j < 16; ++j) {
+    const int slot = j < 8 ? 2 * j : 2 * (j - 8) + 1;
+    index[2 * j] = static_cast<uint16_t>(slot);
+    index[2 * j + 1] = static_cast<uint16_t>(16 + slot);
+  }
+  return _mm512_load_si512(index);
+}
+
+template <Panel panel>
+TARGETBF16 inline __m512bh DotStep(const void* b, int64_t q, __m512i order) {
+  if constexpr (panel == Panel::kFloat32) {  // pairs packed by PackW
+    const __m512 v = _mm512_load_ps(static_cast<const float*>(b) + q * kNr);
+    return reinterpret_cast<const __m512bh&>(v);
+  } else {
+    const __m512i v = _mm512_permutexvar_epi16(
+        order, _mm512_loadu_si512(static_cast<const uint16_t*>(b) + 2 * q * kNr));
+    return reinterpret_cast<const __m512bh&>(v);
+  }
+}
+
+// The kWideRows x kWideColumns tile c (row stride ldc) = (accumulate ? c :
+// 0) + two packed panels of x pairs (a0, a1) times two panels of W (b0, b1)
+// over `pairs` pairs of steps.
+template <Panel panel>
+TARGETBF16 void DotKernel(int64_t pairs, const float* a0, const float* a1, const void* b0,
+                          const void* b1, float* c, int64_t ldc, bool accumulate) {
+  __m512 acc[kWideRows][2];
+#pragma GCC unroll 12
+  for (int r = 0; r < kWideRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  const __m512i order = PairsOrder();
+  const int32_t* x0 = reinterpret_cast<const int32_t*>(a0);
+  const int32_t* x1 = reinterpret_cast<const int32_t*>(a1);
+#pragma GCC unroll 2
+  for (int64_t q = 0; q < pairs; ++q) {
+    const __m512bh w0 = DotStep<panel>(b0, q, order);
+    const __m512bh w1 = DotStep<panel>(b1, q, order);
+#pragma GCC unroll 6
+    for (int r = 0; r < kMr; ++r) {
+      const __m512i v = _mm512_set1_epi32(x0[q * kMr + r]);
+      const __m512bh vb = reinterpret_cast<const __m512bh&>(v);
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], vb, w0);
+      acc[r][1] = _mm512_dpbf16_ps(acc[r][1], vb, w1);
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < kMr; ++r) {
+      const __m512i v = _mm512_set1_epi32(x1[q * kMr + r]);
+      const __m512bh vb = reinterpret_cast<const __m512bh&>(v);
+      acc[kMr + r][0] = _mm512_dpbf16_ps(acc[kMr + r][0], vb, w0);
+      acc[kMr + r][1] = _mm512_dpbf16_ps(acc[kMr + r][1], vb, w1);
+    }
+  }
+#pragma GCC unroll 12
+  for (int r = 0; r < kWideRows; ++r) PutWide(c + r * ldc, acc[r][0], acc[r][1], accumulate);
+}
+
+// Zeros standing in for the panels past the last rows of x or of W at the
+// edges of the tiles (a panel of either, kKc steps).
+const float* ZeroPanel() {
+  alignas(64) static const float zeros[kNr * kKc] = {};
+  return zeros;
+}
+
+// The columns [j0, j1) of y from x's bf16 pairs packed by PackX over the
+// whole of k (`px`, k / 2 pairs a row), as Columns does with wide tiles
+// only; edge tiles computed whole on zero panels and the part inside y
+// kept.
+template <PanelWeights type>
+TARGETBF16 void DotColumns(const float* px, int64_t m, const void* w, int64_t k, int64_t ldw,
+                           float* y, int64_t ldy, int64_t j0, int64_t j1) {
+  constexpr Panel kPanel =
+      type == PanelWeights::kBfloat16Panels ? Panel::kBf16Pairs : Panel::kFloat32;
+  float* const pb = ThreadBuffers().b.get();
+  const int64_t kc_size = BlockSize(k, kKc, 2);
+  const int64_t mc_size = BlockSize(m, kMc, kWideRows);
+  const int64_t nc = j1 - j0, kp = k / 2;
+  alignas(64) float edge[kWideRows * kWideColumns];
+  for (int64_t pc = 0; pc < k; pc += kc_size) {
+    const int64_t kc = std::min(kc_size, k - pc), pairs = kc / 2;
+    const bool accumulate = pc > 0;
+    if constexpr (type == PanelWeights::kBfloat16) {
+      PackW<PanelWeights::kFloat32>(
+          reinterpret_cast<const float*>(static_cast<const uint16_t*>(w) + j0 * ldw + pc),
+          ldw / 2, nc, pairs, pb);
+    }
+    const auto panel_at = [&](int64_t jr) -> const void* {
+      if (jr >= nc) return ZeroPanel();
+      if constexpr (kPanel == Panel::kBf16Pairs) {
+        return static_cast<const uint16_t*>(w) + ((j0 + jr) / kNr * k + pc) * kNr;
+      } else {
+        return pb + jr * pairs;
+      }
+    };
+    for (int64_t ic = 0; ic < m; ic += mc_size) {
+      const int64_t mc = std::min(mc_size, m - ic);
+      for (int64_t jr = 0; jr < nc; jr += kWideColumns) {
+        const int64_t nr = std::min(kWideColumns, nc - jr);
+        for (int64_t ir = 0; ir < mc; ir += kWideRows) {
+          const int64_t mr = std::min(kWideRows, mc - ir);
+          const float* a0 = px + (ic + ir) * kp + (pc / 2) * kMr;
+          const float* a1 = mr > kMr ? a0 + kMr * kp : ZeroPanel();
+          float* c = y + (ic + ir) * ldy + j0 + jr;
+          if (mr == kWideRows && nr == kWideColumns) {
+            DotKernel<kPanel>(pairs, a0, a1, panel_at(jr), panel_at(jr + kNr), c, ldy, accumulate);
+            continue;
+          }
+          DotKernel<kPanel>(pairs, a0, a1, panel_at(jr), panel_at(jr + kNr), edge, kWideColumns,
+                            false);
+          for (int64_t r = 0; r < mr; ++r) {
+            for (int64_t q = 0; q < nr; ++q) {
+              const float t = edge[r * kWideColumns + q];
+              c[r * ldy + q] = accumulate ? c[r * ldy + q] + t : t;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool PanelBf16DotsAvailable() {
+  static const bool available = ChosenPanelIsa() == PanelIsa::kAvx512 &&
+                                __builtin_cpu_supports("avx512bf16");
+  return available;
+}
+
+void PanelGemmBf16(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeights type,
+                   int64_t n, int64_t k, int64_t ldw, float* y, int64_t ldy) {
+  if (m <= 0 || n <= 0) return;
+  const bool dots = PanelBf16DotsAvailable() && type != PanelWeights::kFloat32 && k % 2 == 0 &&
+                    (type == PanelWeights::kBfloat16Panels || ldw % 2 == 0) && m >= kWideRows;
+  if (!dots) {
+    // Float32 products of x rounded to bfloat16 (exactly representable).
+    thread_local std::vector<float> rounded_rows;
+    if (rounded_rows.size() < static_cast<size_t>(m * k)) {
+      rounded_rows.resize(static_cast<size_t>(m * k));
+    }
+    float* const rounded = rounded_rows.data();
+    core::ParallelFor(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(k, 1)),
+                      [&](int64_t begin, int64_t end) {
+                        for (int64_t r = begin; r < end; ++r) {
+                          for (int64_t j = 0; j < k; ++j) {
+                            uint32_t u;
+                            std::memcpy(&u, x + r * ldx + j, sizeof u);
+                            u = (u & 0x7fffffffu) > 0x7f800000u
+                                    ? ((u >> 16) | 0x40u) << 16
+                                    : ((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
+                            std::memcpy(rounded + r * k + j, &u, sizeof u);
+                          }
+                        }
+                      });
+    PanelGemm(rounded, m, k, w, type, n, k, ldw, y, ldy);
+    return;
+  }
+  const int64_t kp = k / 2;
+  // Rows in chunks as PanelGemm takes them: rounded, packed as pairs, then
+  // every block of columns.
+  const int64_t chunk_rows = std::max(
+      kWideRows, kPackedRowsBytes / (static_cast<int64_t>(sizeof(float)) * kp) / kWideRows *
+                     kWideRows);
+  const int64_t most_rows = std::min(m, chunk_rows);
+  thread_local std::vector<uint16_t> bf16_rows;
+  thread_local std::vector<float> packed;
+  if (bf16_rows.size() < static_cast<size_t>(most_rows * k)) {
+    bf16_rows.resize(static_cast<size_t>(most_rows * k));
+  }
+  const size_t need = static_cast<size_t>((most_rows + kMr - 1) / kMr * kMr * kp);
+  if (packed.size() < need) packed.resize(need);
+  // The calling thread's buffers, by pointer: the pool's threads have their
+  // own thread_locals.
+  uint16_t* const rounded = bf16_rows.data();
+  float* const px = packed.data();
+  const int64_t panels = (n + kNr - 1) / kNr;
+  for (int64_t r0 = 0; r0 < m; r0 += chunk_rows) {
+    const int64_t rows = std::min(chunk_rows, m - r0);
+    core::ParallelFor((rows + kMr - 1) / kMr, 4, [&](int64_t begin, int64_t end) {
+      const int64_t i0 = begin * kMr, i1 = std::min(rows, end * kMr);
+      RoundRows(x + (r0 + i0) * ldx, i1 - i0, ldx, k, rounded + i0 * k);
+      PackX(reinterpret_cast<const float*>(rounded + i0 * k), kp, i1 - i0, kp, px + i0 * kp);
+    });
+    std::atomic<int64_t> next{0};
+    std::atomic<int64_t> joined{0};
+    const auto grab = [&](int64_t& first, int64_t& take) {
+      first = next.load(std::memory_order_relaxed);
+      while (first < panels) {
+        const int64_t left = panels - first;
+        take = std::min(left, std::clamp(left / (2 * joined.load(std::memory_order_relaxed)),
+                                         kMinPanels, kNc / kNr));
+        if (next.compare_exchange_weak(first, first + take, std::memory_order_relaxed)) return true;
+      }
+      return false;
+    };
+    float* const yc = y + r0 * ldy;
+    core::ParallelFor(panels, 1, [&](int64_t, int64_t) {
+      joined.fetch_add(1, std::memory_order_relaxed);
+      int64_t first = 0, take = 0;
+      while (grab(first, take)) {
+        const int64_t j0 = first * kNr, j1 = std::min(n, (first + take) * kNr);
+        if (type == PanelWeights::kBfloat16) {
+          DotColumns<PanelWeights::kBfloat16>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+        } else {
+          DotColumns<PanelWeights::kBfloat16Panels>(px, rows, w, k, ldw, yc, ldy, j0, j1);
         }
       }
     });

@@ -44,6 +44,17 @@ PanelIsa ChosenPanelIsa();
 void PanelGemmOn(PanelIsa isa, const float* x, int64_t m, int64_t ldx, const void* w,
                  PanelWeights type, int64_t n, int64_t k, int64_t ldw, float* y, int64_t ldy);
 
+// Bfloat16 products: y = bf16(x) W^T for a bfloat16 W (kBfloat16 rows or
+// kBfloat16Panels), x rounded to bfloat16 (nearest even), accumulated in
+// float32. Where PanelBf16DotsAvailable() (AVX-512 BF16) and k is even, at
+// least 12 rows: the CPU's bfloat16 dot products, two steps of k per
+// instruction (twice the float32 rate; the pair's two products added in
+// the instruction's order, denormals flushed); otherwise PanelGemm's
+// float32 products of the rounded x.
+bool PanelBf16DotsAvailable();
+void PanelGemmBf16(const float* x, int64_t m, int64_t ldx, const void* w, PanelWeights type,
+                   int64_t n, int64_t k, int64_t ldw, float* y, int64_t ldy);
+
 // A bfloat16 W (n x k, row stride ldw) laid out once, ahead of its
 // products, as the kernel reads it: panels of 16 rows, each step's 16 values
 // together (rows 16 j .. 16 j + 7 in the low halves of eight 32-bit lanes,

@@ -5,7 +5,9 @@
 // (blocks handed out to a pool of three, calls from several threads at
 // once) giving the same bits as one thread; bfloat16 weights packed ahead
 // (PackBf16Panels) giving the bits of the same weights packed per product;
-// AVX-512's tiles giving the bits of AVX2's; and attention's two products on
+// AVX-512's tiles giving the bits of AVX2's; bfloat16 products (AVX-512
+// BF16's dot products) against float64 sums of the rounded operands; and
+// attention's two products on
 // keys and values packed once (PanelScores, PanelWeightedValues).
 #include "service/model/panel_gemm.h"
 
@@ -272,6 +274,60 @@ TEST(PanelGemm, Avx512TilesGiveTheBitsOfAvx2Tiles) {
       }
       EXPECT_EQ(differ, 0) << "m=" << c.m << " n=" << c.n << " k=" << c.k << " type "
                            << static_cast<int>(type);
+    }
+    seed += 20;
+  }
+}
+
+// Bfloat16 products (PanelGemmBf16): x rounded to bfloat16, against
+// float64 sums of the rounded operands within 1e-6 of sum |x w| (fails on
+// NaN), on rows and on panels packed ahead, at every edge of the wide tile
+// and of the blocks, strided, on three threads; with AVX-512 BF16 these
+// take its dot products (12 rows or more, even k), elsewhere and for the
+// other shapes float32 products. The padding columns of y are left alone.
+TEST(PanelGemm, Bfloat16ProductsMatchFloat64SumsOfRoundedOperands) {
+  if (!PanelGemmAvailable()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
+  Pool pool(3);
+  const std::vector<Case> cases = {{12, 32, 2},    {12, 32, 512},  {13, 31, 8},   {25, 33, 300},
+                                   {72, 48, 1030}, {73, 529, 64},  {150, 96, 514}, {36, 16, 1026},
+                                   {5, 40, 100},   {20, 17, 33},   {64, 1152, 896}};
+  uint32_t seed = 500;
+  for (const Case& c : cases) {
+    const int64_t ldx = c.k + 3, ldw = c.k + (c.k % 2 == 0 ? 6 : 5), ldy = c.n + 2;
+    const std::vector<float> x = Random(c.m * ldx, seed);
+    std::vector<float> xr(x.size());
+    for (size_t i = 0; i < x.size(); ++i) xr[i] = Widen(Bf16Bits(x[i]));
+    const std::vector<float> wf = Random(c.n * ldw, seed + 1);
+    std::vector<uint16_t> wb(wf.size());
+    std::vector<float> wr(wf.size());
+    for (size_t i = 0; i < wb.size(); ++i) wr[i] = Widen(wb[i] = Bf16Bits(wf[i]));
+    const Panels panels(wb, ldw, c.n, c.k);
+    for (PanelWeights type : {PanelWeights::kBfloat16, PanelWeights::kBfloat16Panels}) {
+      const std::string what = "m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
+                               " k=" + std::to_string(c.k) + " type " +
+                               std::to_string(static_cast<int>(type));
+      std::vector<float> y(c.m * ldy, 7.0f);
+      if (type == PanelWeights::kBfloat16) {
+        PanelGemmBf16(x.data(), c.m, ldx, wb.data(), type, c.n, c.k, ldw, y.data(), ldy);
+      } else {
+        PanelGemmBf16(x.data(), c.m, ldx, panels.data, type, c.n, c.k, c.k, y.data(), ldy);
+      }
+      int failures = 0;
+      for (int64_t r = 0; r < c.m; ++r) {
+        for (int64_t col = 0; col < ldy; ++col) {
+          const float got = y[r * ldy + col];
+          if (col >= c.n) {
+            if (!(got == 7.0f) && ++failures <= 3) ADD_FAILURE() << what << ": padding changed";
+            continue;
+          }
+          const Sum dot = Float64Dot(&xr[r * ldx], 1, &wr[col * ldw], 1, c.k);
+          const double diff = std::fabs(got - dot.value);
+          if (!(diff <= 1e-6 * dot.size + 1e-6) && ++failures <= 3) {
+            ADD_FAILURE() << what << ": (" << r << ", " << col << ") = " << got << ", float64 "
+                          << dot.value << ", |diff| " << diff;
+          }
+        }
+      }
     }
     seed += 20;
   }
