@@ -493,6 +493,37 @@ TARGET void Columns(bool wide, const float* px, const float* x, int64_t ldx, int
   }
 }
 
+// The columns [0, n) of a product handed out in blocks to the installed
+// pool's threads, one at a time to whichever thread asks next, each a share
+// of what is left (guided scheduling): kNc columns while much is left,
+// fewer towards the end, down to kMinPanels panels, so that the threads
+// finish together on a machine whose cores are not equally fast at every
+// moment, and a product of few columns still keeps every thread busy.
+// fn(j0, j1) multiplies columns [j0, j1) (j0 a multiple of kNr).
+template <typename Fn>
+void GuidedColumnBlocks(int64_t n, const Fn& fn) {
+  const int64_t panels = (n + kNr - 1) / kNr;
+  // The next block: panels [first, first + take) of what is left, a share
+  // of it for each thread that has joined, twice over.
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> joined{0};
+  const auto grab = [&](int64_t& first, int64_t& take) {
+    first = next.load(std::memory_order_relaxed);
+    while (first < panels) {
+      const int64_t left = panels - first;
+      take = std::min(left, std::clamp(left / (2 * joined.load(std::memory_order_relaxed)),
+                                       kMinPanels, kNc / kNr));
+      if (next.compare_exchange_weak(first, first + take, std::memory_order_relaxed)) return true;
+    }
+    return false;
+  };
+  core::ParallelFor(panels, 1, [&](int64_t, int64_t) {
+    joined.fetch_add(1, std::memory_order_relaxed);
+    int64_t first = 0, take = 0;
+    while (grab(first, take)) fn(first * kNr, std::min(n, (first + take) * kNr));
+  });
+}
+
 }  // namespace
 
 bool PanelGemmAvailable() {
@@ -537,13 +568,6 @@ void PanelGemmOn(PanelIsa isa, const float* x, int64_t m, int64_t ldx, const voi
   const size_t need = in_place ? 0 : static_cast<size_t>((most_rows + kMr - 1) / kMr * kMr * k);
   if (packed.size() < need) packed.resize(need);
   float* const px = in_place ? nullptr : packed.data();
-  // Blocks of columns handed out one at a time to whichever thread asks
-  // next, each a share of what is left (guided scheduling): kNc columns
-  // while much is left, fewer towards the end, down to kMinPanels panels,
-  // so that the threads finish together on a machine whose cores are not
-  // equally fast at every moment, and a product of few columns still keeps
-  // every thread busy.
-  const int64_t panels = (n + kNr - 1) / kNr;
   for (int64_t r0 = 0; r0 < m; r0 += chunk_rows) {
     const int64_t rows = std::min(chunk_rows, m - r0);
     if (!in_place) {
@@ -552,40 +576,20 @@ void PanelGemmOn(PanelIsa isa, const float* x, int64_t m, int64_t ldx, const voi
         PackX(x + (r0 + i0) * ldx, ldx, i1 - i0, k, px + i0 * k);
       });
     }
-    // The next block: panels [first, first + take) of what is left, a
-    // share of it for each thread that has joined, twice over.
-    std::atomic<int64_t> next{0};
-    std::atomic<int64_t> joined{0};
-    const auto grab = [&](int64_t& first, int64_t& take) {
-      first = next.load(std::memory_order_relaxed);
-      while (first < panels) {
-        const int64_t left = panels - first;
-        take = std::min(left, std::clamp(left / (2 * joined.load(std::memory_order_relaxed)),
-                                         kMinPanels, kNc / kNr));
-        if (next.compare_exchange_weak(first, first + take, std::memory_order_relaxed)) return true;
-      }
-      return false;
-    };
     float* const yc = y + r0 * ldy;
-    core::ParallelFor(panels, 1, [&](int64_t, int64_t) {
-      joined.fetch_add(1, std::memory_order_relaxed);
-      int64_t first = 0, take = 0;
-      while (grab(first, take)) {
-        const int64_t j0 = first * kNr, j1 = std::min(n, (first + take) * kNr);
-        switch (type) {
-          case PanelWeights::kFloat32:
-            Columns<PanelWeights::kFloat32>(wide, px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy,
-                                                    j0, j1);
-            break;
-          case PanelWeights::kBfloat16:
-            Columns<PanelWeights::kBfloat16>(wide, px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy,
-                                                    j0, j1);
-            break;
-          case PanelWeights::kBfloat16Panels:
-            Columns<PanelWeights::kBfloat16Panels>(wide, px, x + r0 * ldx, ldx, rows, w, k, ldw, yc, ldy,
-                                                    j0, j1);
-            break;
-        }
+    GuidedColumnBlocks(n, [&](int64_t j0, int64_t j1) {
+      const float* xr = x + r0 * ldx;
+      switch (type) {
+        case PanelWeights::kFloat32:
+          Columns<PanelWeights::kFloat32>(wide, px, xr, ldx, rows, w, k, ldw, yc, ldy, j0, j1);
+          break;
+        case PanelWeights::kBfloat16:
+          Columns<PanelWeights::kBfloat16>(wide, px, xr, ldx, rows, w, k, ldw, yc, ldy, j0, j1);
+          break;
+        case PanelWeights::kBfloat16Panels:
+          Columns<PanelWeights::kBfloat16Panels>(wide, px, xr, ldx, rows, w, k, ldw, yc, ldy, j0,
+                                                 j1);
+          break;
       }
     });
   }
@@ -798,7 +802,6 @@ void PanelGemmBf16(const float* x, int64_t m, int64_t ldx, const void* w, PanelW
   // own thread_locals.
   uint16_t* const rounded = bf16_rows.data();
   float* const px = packed.data();
-  const int64_t panels = (n + kNr - 1) / kNr;
   for (int64_t r0 = 0; r0 < m; r0 += chunk_rows) {
     const int64_t rows = std::min(chunk_rows, m - r0);
     core::ParallelFor((rows + kMr - 1) / kMr, 4, [&](int64_t begin, int64_t end) {
@@ -806,29 +809,12 @@ void PanelGemmBf16(const float* x, int64_t m, int64_t ldx, const void* w, PanelW
       RoundRows(x + (r0 + i0) * ldx, i1 - i0, ldx, k, rounded + i0 * k);
       PackX(reinterpret_cast<const float*>(rounded + i0 * k), kp, i1 - i0, kp, px + i0 * kp);
     });
-    std::atomic<int64_t> next{0};
-    std::atomic<int64_t> joined{0};
-    const auto grab = [&](int64_t& first, int64_t& take) {
-      first = next.load(std::memory_order_relaxed);
-      while (first < panels) {
-        const int64_t left = panels - first;
-        take = std::min(left, std::clamp(left / (2 * joined.load(std::memory_order_relaxed)),
-                                         kMinPanels, kNc / kNr));
-        if (next.compare_exchange_weak(first, first + take, std::memory_order_relaxed)) return true;
-      }
-      return false;
-    };
     float* const yc = y + r0 * ldy;
-    core::ParallelFor(panels, 1, [&](int64_t, int64_t) {
-      joined.fetch_add(1, std::memory_order_relaxed);
-      int64_t first = 0, take = 0;
-      while (grab(first, take)) {
-        const int64_t j0 = first * kNr, j1 = std::min(n, (first + take) * kNr);
-        if (type == PanelWeights::kBfloat16) {
-          DotColumns<PanelWeights::kBfloat16>(px, rows, w, k, ldw, yc, ldy, j0, j1);
-        } else {
-          DotColumns<PanelWeights::kBfloat16Panels>(px, rows, w, k, ldw, yc, ldy, j0, j1);
-        }
+    GuidedColumnBlocks(n, [&](int64_t j0, int64_t j1) {
+      if (type == PanelWeights::kBfloat16) {
+        DotColumns<PanelWeights::kBfloat16>(px, rows, w, k, ldw, yc, ldy, j0, j1);
+      } else {
+        DotColumns<PanelWeights::kBfloat16Panels>(px, rows, w, k, ldw, yc, ldy, j0, j1);
       }
     });
   }

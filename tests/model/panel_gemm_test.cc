@@ -91,6 +91,30 @@ struct Case {
   int64_t m, n, k;
 };
 
+// y (c.m rows, row stride ldy, filled with 7 before the product) against
+// float64 sums of x (c.m x c.k, ldx) times w (c.n x c.k, ldw) transposed,
+// within 1e-6 of sum |x w| (fails on NaN); the padding columns of y must
+// still hold 7.
+void ExpectFloat64Sums(const std::string& what, const Case& c, const float* x, int64_t ldx,
+                       const float* w, int64_t ldw, const std::vector<float>& y, int64_t ldy) {
+  int failures = 0;
+  for (int64_t r = 0; r < c.m; ++r) {
+    for (int64_t col = 0; col < ldy; ++col) {
+      const float got = y[r * ldy + col];
+      if (col >= c.n) {
+        if (!(got == 7.0f) && ++failures <= 3) ADD_FAILURE() << what << ": padding changed";
+        continue;
+      }
+      const Sum dot = Float64Dot(x + r * ldx, 1, w + col * ldw, 1, c.k);
+      const double diff = std::fabs(got - dot.value);
+      if (!(diff <= 1e-6 * dot.size + 1e-6) && ++failures <= 3) {
+        ADD_FAILURE() << what << ": (" << r << ", " << col << ") = " << got << ", float64 "
+                      << dot.value << ", |diff| " << diff;
+      }
+    }
+  }
+}
+
 // y = x W^T for W (n x k, row stride ldw) given as float32 values `wf`
 // (bfloat16 ones when `bf16`, passed as their bits): checked against
 // float64 sums within 1e-6 of sum |x w| (fails on NaN), and the padding
@@ -112,23 +136,7 @@ void Check(const Case& c, bool bf16, uint32_t seed) {
   }
   const std::string what = std::string(bf16 ? "bf16" : "f32") + " m=" + std::to_string(c.m) +
                            " n=" + std::to_string(c.n) + " k=" + std::to_string(c.k);
-  int failures = 0;
-  for (int64_t r = 0; r < c.m; ++r) {
-    for (int64_t col = 0; col < ldy; ++col) {
-      const float got = y[r * ldy + col];
-      if (col >= c.n) {
-        if (!(got == 7.0f) && ++failures <= 3) ADD_FAILURE() << what << ": padding changed";
-        continue;
-      }
-      const Sum dot = Float64Dot(&x[r * ldx], 1, &wf[col * ldw], 1, c.k);
-      const double sum = dot.value, size = dot.size;
-      const double diff = std::fabs(got - sum);
-      if (!(diff <= 1e-6 * size + 1e-6) && ++failures <= 3) {
-        ADD_FAILURE() << what << ": (" << r << ", " << col << ") = " << got << ", float64 "
-                      << sum << ", |diff| " << diff;
-      }
-    }
-  }
+  ExpectFloat64Sums(what, c, x.data(), ldx, wf.data(), ldw, y, ldy);
 }
 
 TEST(PanelGemm, MatchesFloat64SumsAtEveryEdgeOfTilesAndBlocks) {
@@ -312,22 +320,7 @@ TEST(PanelGemm, Bfloat16ProductsMatchFloat64SumsOfRoundedOperands) {
       } else {
         PanelGemmBf16(x.data(), c.m, ldx, panels.data, type, c.n, c.k, c.k, y.data(), ldy);
       }
-      int failures = 0;
-      for (int64_t r = 0; r < c.m; ++r) {
-        for (int64_t col = 0; col < ldy; ++col) {
-          const float got = y[r * ldy + col];
-          if (col >= c.n) {
-            if (!(got == 7.0f) && ++failures <= 3) ADD_FAILURE() << what << ": padding changed";
-            continue;
-          }
-          const Sum dot = Float64Dot(&xr[r * ldx], 1, &wr[col * ldw], 1, c.k);
-          const double diff = std::fabs(got - dot.value);
-          if (!(diff <= 1e-6 * dot.size + 1e-6) && ++failures <= 3) {
-            ADD_FAILURE() << what << ": (" << r << ", " << col << ") = " << got << ", float64 "
-                          << dot.value << ", |diff| " << diff;
-          }
-        }
-      }
+      ExpectFloat64Sums(what, c, xr.data(), ldx, wr.data(), ldw, y, ldy);
     }
     seed += 20;
   }
