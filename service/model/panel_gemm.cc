@@ -476,10 +476,26 @@ TARGET void Columns(bool wide, const float* px, const float* x, int64_t ldx, int
       const int64_t mc = std::min(mc_size, m - ic);
       for (int64_t jr = 0; jr < nc; jr += step_n) {
         for (int64_t ir = 0; ir < mc; ir += step_m) {
-          if (wide && px != nullptr && ir + kWideRows <= mc && jr + kWideColumns <= nc) {
+          const int64_t mr = std::min(kWideRows, mc - ir);
+          if (wide && px != nullptr && mr > kMr && jr + kWideColumns <= nc) {
             const float* apanel = px + (ic + ir) * k + pc * kMr;
+            float* c = y + (ic + ir) * ldy + j0 + jr;
+            if (mr == kWideRows) {
+              WideKernel<kPanel>(kc, apanel, apanel + kMr * k, panel_at(jr), panel_at(jr + kNr),
+                                 c, ldy, accumulate);
+              continue;
+            }
+            // 7-11 rows: the second panel of x is padded with zero rows;
+            // the tile's first mr rows kept.
+            alignas(64) float edge[kWideRows * kWideColumns];
             WideKernel<kPanel>(kc, apanel, apanel + kMr * k, panel_at(jr), panel_at(jr + kNr),
-                               y + (ic + ir) * ldy + j0 + jr, ldy, accumulate);
+                               edge, kWideColumns, false);
+            for (int64_t r = 0; r < mr; ++r) {
+              for (int64_t q = 0; q < kWideColumns; ++q) {
+                const float t = edge[r * kWideColumns + q];
+                c[r * ldy + q] = accumulate ? c[r * ldy + q] + t : t;
+              }
+            }
             continue;
           }
           // Narrow tiles: every tile without AVX-512, and the edges of the
@@ -511,8 +527,10 @@ void GuidedColumnBlocks(int64_t n, const Fn& fn) {
     first = next.load(std::memory_order_relaxed);
     while (first < panels) {
       const int64_t left = panels - first;
-      take = std::min(left, std::clamp(left / (2 * joined.load(std::memory_order_relaxed)),
-                                       kMinPanels, kNc / kNr));
+      // An even number of panels: AVX-512's tiles take two at a time.
+      const int64_t share = std::clamp(left / (2 * joined.load(std::memory_order_relaxed)),
+                                       kMinPanels, kNc / kNr);
+      take = std::min(left, (share + 1) / 2 * 2);
       if (next.compare_exchange_weak(first, first + take, std::memory_order_relaxed)) return true;
     }
     return false;

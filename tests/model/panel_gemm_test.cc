@@ -258,7 +258,8 @@ TEST(PanelGemm, Avx512TilesGiveTheBitsOfAvx2Tiles) {
   Pool pool(3);
   const std::vector<Case> cases = {{12, 32, 8},   {12, 32, 513}, {11, 31, 64},  {13, 33, 9},
                                    {24, 64, 300}, {25, 48, 1030}, {72, 96, 37}, {73, 529, 600},
-                                   {150, 1031, 17}, {36, 16, 100}, {6, 1152, 896}};
+                                   {150, 1031, 17}, {36, 16, 100}, {6, 1152, 896},
+                                   {20, 64, 100},  {128, 96, 896}};
   uint32_t seed = 300;
   for (const Case& c : cases) {
     const int64_t ldx = c.k + 3, ldw = c.k + 5, ldy = c.n + 2;
