@@ -308,6 +308,18 @@ TARGET void RowsKernel(int64_t kc, const float* a, int64_t lda, int64_t mr, cons
   }
 }
 
+// The rows x cols corner of a tile computed whole (row stride ldt) into c
+// (row stride ldc): stored, or added to what c holds.
+inline void PutCorner(const float* tile, int64_t ldt, int64_t rows, int64_t cols, float* c,
+                      int64_t ldc, bool accumulate) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t q = 0; q < cols; ++q) {
+      const float t = tile[r * ldt + q];
+      c[r * ldc + q] = accumulate ? c[r * ldc + q] + t : t;
+    }
+  }
+}
+
 // The mr x nr corner (mr <= kMr, nr <= kNr) of RowsKernel's tile: columns
 // past nr not written.
 template <Panel panel = Panel::kFloat32>
@@ -315,11 +327,7 @@ TARGET void RowsKernelEdge(int64_t kc, const float* a, int64_t lda, int64_t mr, 
                            float* c, int64_t ldc, int64_t nr, bool accumulate, float scale) {
   alignas(32) float tile[kMr * kNr];
   RowsKernel<panel>(kc, a, lda, mr, b, tile, kNr, false, scale);
-  for (int64_t r = 0; r < mr; ++r) {
-    for (int64_t q = 0; q < nr; ++q) {
-      c[r * ldc + q] = accumulate ? c[r * ldc + q] + tile[r * kNr + q] : tile[r * kNr + q];
-    }
-  }
+  PutCorner(tile, kNr, mr, nr, c, ldc, accumulate);
 }
 
 // AVX-512: a tile of two panels of x (2 kMr rows) by two panels of W
@@ -464,11 +472,7 @@ TARGET void Columns(bool wide, const float* px, const float* x, int64_t ldx, int
       }
       alignas(32) float edge[kMr * kNr];
       Kernel<kPanel>(kc, apanel, bpanel, edge, kNr, false);
-      for (int64_t r = 0; r < mr; ++r) {
-        for (int64_t q = 0; q < nr; ++q) {
-          c[r * ldy + q] = accumulate ? c[r * ldy + q] + edge[r * kNr + q] : edge[r * kNr + q];
-        }
-      }
+      PutCorner(edge, kNr, mr, nr, c, ldy, accumulate);
     };
     const int64_t step_n = wide ? kWideColumns : kNr;
     const int64_t step_m = wide ? kWideRows : kMr;
@@ -490,12 +494,7 @@ TARGET void Columns(bool wide, const float* px, const float* x, int64_t ldx, int
             alignas(64) float edge[kWideRows * kWideColumns];
             WideKernel<kPanel>(kc, apanel, apanel + kMr * k, panel_at(jr), panel_at(jr + kNr),
                                edge, kWideColumns, false);
-            for (int64_t r = 0; r < mr; ++r) {
-              for (int64_t q = 0; q < kWideColumns; ++q) {
-                const float t = edge[r * kWideColumns + q];
-                c[r * ldy + q] = accumulate ? c[r * ldy + q] + t : t;
-              }
-            }
+            PutCorner(edge, kWideColumns, mr, kWideColumns, c, ldy, accumulate);
             continue;
           }
           // Narrow tiles: every tile without AVX-512, and the edges of the
@@ -754,12 +753,7 @@ TARGETBF16 void DotColumns(const float* px, int64_t m, const void* w, int64_t k,
           }
           DotKernel<kPanel>(pairs, a0, a1, panel_at(jr), panel_at(jr + kNr), edge, kWideColumns,
                             false);
-          for (int64_t r = 0; r < mr; ++r) {
-            for (int64_t q = 0; q < nr; ++q) {
-              const float t = edge[r * kWideColumns + q];
-              c[r * ldy + q] = accumulate ? c[r * ldy + q] + t : t;
-            }
-          }
+          PutCorner(edge, kWideColumns, mr, nr, c, ldy, accumulate);
         }
       }
     }
