@@ -78,6 +78,15 @@ inline float Bf16ToFloat(uint16_t bits) {
   return f;
 }
 
+// f rounded to bfloat16 (nearest, ties to even, as at::Tensor::to(kBFloat16);
+// a NaN stays a quiet NaN), as its bits.
+inline uint16_t FloatToBf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
 // The products of the m rows of x (m x k floats, row stride ldx) with the n
 // rows of w (n x k bfloat16 values, row stride ldw), each value widened
 // exactly to float: y[i * ldy + r] = sum_j x[i * ldx + j] * w[r * ldw + j],

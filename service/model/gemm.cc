@@ -96,13 +96,6 @@ ThreadScratch& Scratch() {
   return scratch;
 }
 
-uint16_t ToBf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // NaN
-  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);  // nearest, ties even
-}
-
 // x (m x k, ldx) -> m dense rows of k in `out` (the calling thread's), each
 // converted by `convert`, on the installed pool.
 template <typename T, typename Convert>
@@ -732,11 +725,11 @@ void PackedMatrix::Multiply(const float* x, int64_t m, int64_t ldx, const float*
     // kernel): such an x is copied first, as bfloat16 is rounded.
     const void* src = x;
     if (compute == PackedType::kBfloat16) {
-      src = DenseRows(Scratch().bf16, x, m, k_, ldx, ToBf16);
+      src = DenseRows(Scratch().bf16, x, m, k_, ldx, vmath::FloatToBf16);
       ldx = k_;
     } else if (asked == PackedType::kBfloat16) {
       src = DenseRows(Scratch().dense, x, m, k_, ldx,
-                      [](float v) { return vmath::Bf16ToFloat(ToBf16(v)); });
+                      [](float v) { return vmath::Bf16ToFloat(vmath::FloatToBf16(v)); });
       ldx = k_;
     } else if (ldx != k_) {
       src = DenseRows(Scratch().dense, x, m, k_, ldx, [](float v) { return v; });

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "service/core/parallel.h"
+#include "service/core/vector_math.h"
 
 namespace attnscope::model {
 namespace {
@@ -632,13 +633,7 @@ TARGETBF16 void RoundRows(const float* x, int64_t m, int64_t ldx, int64_t k, uin
       const __m512bh h = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + j + 16), _mm512_loadu_ps(src + j));
       _mm512_storeu_si512(dst + j, reinterpret_cast<const __m512i&>(h));
     }
-    for (; j < k; ++j) {
-      uint32_t u;
-      std::memcpy(&u, src + j, sizeof u);
-      dst[j] = (u & 0x7fffffffu) > 0x7f800000u
-                   ? static_cast<uint16_t>((u >> 16) | 0x40u)
-                   : static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-    }
+    for (; j < k; ++j) dst[j] = vmath::FloatToBf16(src[j]);
   }
 }
 
@@ -784,12 +779,8 @@ void PanelGemmBf16(const float* x, int64_t m, int64_t ldx, const void* w, PanelW
                       [&](int64_t begin, int64_t end) {
                         for (int64_t r = begin; r < end; ++r) {
                           for (int64_t j = 0; j < k; ++j) {
-                            uint32_t u;
-                            std::memcpy(&u, x + r * ldx + j, sizeof u);
-                            u = (u & 0x7fffffffu) > 0x7f800000u
-                                    ? ((u >> 16) | 0x40u) << 16
-                                    : ((u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u);
-                            std::memcpy(rounded + r * k + j, &u, sizeof u);
+                            rounded[r * k + j] =
+                                vmath::Bf16ToFloat(vmath::FloatToBf16(x[r * ldx + j]));
                           }
                         }
                       });

@@ -168,6 +168,35 @@ struct Panels {
   uint16_t* data;
 };
 
+// A case's operands: x (x_rows x k, row stride k + 3, random), W (n x k,
+// row stride ldw) as random float32 values, their bfloat16 bits and those
+// bits packed ahead; Weights(type) and Stride(type) as PanelGemm takes them.
+struct Operands {
+  Operands(const Case& c, int64_t x_rows, int64_t w_stride, uint32_t seed)
+      : k(c.k),
+        ldx(c.k + 3),
+        ldw(w_stride),
+        x(Random(x_rows * ldx, seed)),
+        wf(Random(c.n * w_stride, seed + 1)),
+        wb(Bits(wf)),
+        panels(wb, ldw, c.n, c.k) {}
+  static std::vector<uint16_t> Bits(const std::vector<float>& v) {
+    std::vector<uint16_t> bits(v.size());
+    for (size_t i = 0; i < v.size(); ++i) bits[i] = Bf16Bits(v[i]);
+    return bits;
+  }
+  const void* Weights(PanelWeights type) const {
+    return type == PanelWeights::kFloat32    ? static_cast<const void*>(wf.data())
+           : type == PanelWeights::kBfloat16 ? static_cast<const void*>(wb.data())
+                                             : static_cast<const void*>(panels.data);
+  }
+  int64_t Stride(PanelWeights type) const { return type == PanelWeights::kBfloat16Panels ? k : ldw; }
+  int64_t k, ldx, ldw;
+  std::vector<float> x, wf;
+  std::vector<uint16_t> wb;
+  Panels panels;
+};
+
 // Weights packed ahead give the bits of the same weights packed block by
 // block in each product (which MatchesFloat64SumsAtEveryEdgeOfTilesAndBlocks
 // checks against float64 sums), at every edge, on strided x and W; the
@@ -222,19 +251,12 @@ TEST(PanelGemm, FewRowsReadInPlaceGiveTheBitsOfPackedRows) {
                                    {4, 33, 64}, {5, 1031, 17}};
   uint32_t seed = 90;
   for (const Case& c : cases) {
-    const int64_t more = c.m + 6, ldx = c.k + 3, ldw = c.k + 5, ldy = c.n + 2;
-    const std::vector<float> x = Random(more * ldx, seed);
-    const std::vector<float> wf = Random(c.n * ldw, seed + 1);
-    std::vector<uint16_t> wb(wf.size());
-    for (size_t i = 0; i < wb.size(); ++i) wb[i] = Bf16Bits(wf[i]);
-    const Panels panels(wb, ldw, c.n, c.k);
+    const int64_t more = c.m + 6, ldy = c.n + 2;
+    const Operands o(c, more, c.k + 5, seed);
     const auto product = [&](int64_t m, PanelWeights type) {
       std::vector<float> y(m * ldy, 7.0f);
-      const void* w = type == PanelWeights::kFloat32    ? static_cast<const void*>(wf.data())
-                      : type == PanelWeights::kBfloat16 ? static_cast<const void*>(wb.data())
-                                                        : static_cast<const void*>(panels.data);
-      PanelGemm(x.data(), m, ldx, w, type, c.n, c.k,
-                type == PanelWeights::kBfloat16Panels ? c.k : ldw, y.data(), ldy);
+      PanelGemm(o.x.data(), m, o.ldx, o.Weights(type), type, c.n, c.k, o.Stride(type), y.data(),
+                ldy);
       return y;
     };
     for (PanelWeights type :
@@ -262,21 +284,17 @@ TEST(PanelGemm, Avx512TilesGiveTheBitsOfAvx2Tiles) {
                                    {20, 64, 100},  {128, 96, 896}};
   uint32_t seed = 300;
   for (const Case& c : cases) {
-    const int64_t ldx = c.k + 3, ldw = c.k + 5, ldy = c.n + 2;
-    const std::vector<float> x = Random(c.m * ldx, seed);
-    const std::vector<float> wf = Random(c.n * ldw, seed + 1);
-    std::vector<uint16_t> wb(wf.size());
-    for (size_t i = 0; i < wb.size(); ++i) wb[i] = Bf16Bits(wf[i]);
-    const Panels panels(wb, ldw, c.n, c.k);
+    const int64_t ldy = c.n + 2;
+    const Operands o(c, c.m, c.k + 5, seed);
     for (PanelWeights type :
          {PanelWeights::kFloat32, PanelWeights::kBfloat16, PanelWeights::kBfloat16Panels}) {
-      const void* w = type == PanelWeights::kFloat32    ? static_cast<const void*>(wf.data())
-                      : type == PanelWeights::kBfloat16 ? static_cast<const void*>(wb.data())
-                                                        : static_cast<const void*>(panels.data);
-      const int64_t ld = type == PanelWeights::kBfloat16Panels ? c.k : ldw;
+      const void* w = o.Weights(type);
+      const int64_t ld = o.Stride(type);
       std::vector<float> narrow(c.m * ldy, 7.0f), wide(c.m * ldy, 7.0f);
-      PanelGemmOn(PanelIsa::kAvx2, x.data(), c.m, ldx, w, type, c.n, c.k, ld, narrow.data(), ldy);
-      PanelGemmOn(PanelIsa::kAvx512, x.data(), c.m, ldx, w, type, c.n, c.k, ld, wide.data(), ldy);
+      PanelGemmOn(PanelIsa::kAvx2, o.x.data(), c.m, o.ldx, w, type, c.n, c.k, ld, narrow.data(),
+                  ldy);
+      PanelGemmOn(PanelIsa::kAvx512, o.x.data(), c.m, o.ldx, w, type, c.n, c.k, ld, wide.data(),
+                  ldy);
       int differ = 0;
       for (size_t i = 0; i < wide.size(); ++i) {
         differ += std::memcmp(&wide[i], &narrow[i], sizeof(float)) != 0;
@@ -302,26 +320,20 @@ TEST(PanelGemm, Bfloat16ProductsMatchFloat64SumsOfRoundedOperands) {
                                    {5, 40, 100},   {20, 17, 33},   {64, 1152, 896}};
   uint32_t seed = 500;
   for (const Case& c : cases) {
-    const int64_t ldx = c.k + 3, ldw = c.k + (c.k % 2 == 0 ? 6 : 5), ldy = c.n + 2;
-    const std::vector<float> x = Random(c.m * ldx, seed);
-    std::vector<float> xr(x.size());
-    for (size_t i = 0; i < x.size(); ++i) xr[i] = Widen(Bf16Bits(x[i]));
-    const std::vector<float> wf = Random(c.n * ldw, seed + 1);
-    std::vector<uint16_t> wb(wf.size());
-    std::vector<float> wr(wf.size());
-    for (size_t i = 0; i < wb.size(); ++i) wr[i] = Widen(wb[i] = Bf16Bits(wf[i]));
-    const Panels panels(wb, ldw, c.n, c.k);
+    const int64_t ldy = c.n + 2;
+    const Operands o(c, c.m, c.k + (c.k % 2 == 0 ? 6 : 5), seed);
+    // The rounded operands, as float32.
+    std::vector<float> xr(o.x.size()), wr(o.wb.size());
+    for (size_t i = 0; i < xr.size(); ++i) xr[i] = Widen(Bf16Bits(o.x[i]));
+    for (size_t i = 0; i < wr.size(); ++i) wr[i] = Widen(o.wb[i]);
     for (PanelWeights type : {PanelWeights::kBfloat16, PanelWeights::kBfloat16Panels}) {
       const std::string what = "m=" + std::to_string(c.m) + " n=" + std::to_string(c.n) +
                                " k=" + std::to_string(c.k) + " type " +
                                std::to_string(static_cast<int>(type));
       std::vector<float> y(c.m * ldy, 7.0f);
-      if (type == PanelWeights::kBfloat16) {
-        PanelGemmBf16(x.data(), c.m, ldx, wb.data(), type, c.n, c.k, ldw, y.data(), ldy);
-      } else {
-        PanelGemmBf16(x.data(), c.m, ldx, panels.data, type, c.n, c.k, c.k, y.data(), ldy);
-      }
-      ExpectFloat64Sums(what, c, xr.data(), ldx, wr.data(), ldw, y, ldy);
+      PanelGemmBf16(o.x.data(), c.m, o.ldx, o.Weights(type), type, c.n, c.k, o.Stride(type),
+                    y.data(), ldy);
+      ExpectFloat64Sums(what, c, xr.data(), o.ldx, wr.data(), o.ldw, y, ldy);
     }
     seed += 20;
   }
