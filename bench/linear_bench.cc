@@ -4,7 +4,10 @@
 // forward pass's own WidenedLinear (the project's kernel, widening while it
 // packs, where gemm.h's PanelProducts(); else widened chunks through BLAS),
 // beside BLAS's product on the same values as float32 weights (at::linear),
-// and the FLOP rate of each against the machine's float32 FMA peak.
+// and the FLOP rate of each against the machine's float32 FMA peak; then
+// the head as the forward runs it on the project's kernel (BF16 panels laid
+// out once, multiplied per block of 128 logit rows, as DecoderModel's
+// PublishLogits does, into one reused block).
 // With --attention, instead: attention's two products for one head (scores
 // and the weighted sum of the values, causal, over every block of query
 // rows of the automatic size) on one thread, as each head runs inside the
@@ -18,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -152,5 +156,29 @@ int main(int argc, char** argv) {
   std::printf("one pass's products: bf16 %.2f s (%.0f%% of peak), BLAS f32 %.2f s (%.0f%%); bound %.2f s\n",
               total16, 100 * flop_total / total16 / 1e9 / peak, total32,
               100 * flop_total / total32 / 1e9 / peak, flop_total / peak / 1e9);
+  // The head as the forward multiplies a BF16 checkpoint's head with the
+  // project's kernel: laid out once as panels (PackBf16Panels), then
+  // multiplied once per block of 128 logit rows into one reused block.
+  if (attnscope::model::PanelProducts()) {
+    namespace m = attnscope::model;
+    const Shape& head = shapes.back();
+    const int64_t block = std::min<int64_t>(128, tokens);
+    const at::Tensor a = at::randn({tokens, head.k});
+    const at::Tensor w16 = (at::randn({head.n, head.k}) * 0.02).to(at::kBFloat16);
+    std::vector<uint16_t> panels(static_cast<size_t>(m::Bf16PanelElements(head.n, head.k)) + 16);
+    uint16_t* aligned = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(panels.data()) + 31) / 32 * 32);
+    m::PackBf16Panels(static_cast<const uint16_t*>(w16.data_ptr()), head.k, head.n, head.k, aligned);
+    at::Tensor y = at::empty({block, head.n});
+    const double t = Best([&] {
+      for (int64_t begin = 0; begin < tokens; begin += block) {
+        m::PanelGemm(a.data_ptr<float>() + begin * head.k, std::min(block, tokens - begin), head.k,
+                     aligned, m::PanelWeights::kBfloat16Panels, head.n, head.k, 0,
+                     y.data_ptr<float>(), head.n);
+      }
+    });
+    const double flop = 2.0 * tokens * head.n * head.k;
+    std::printf("head as the forward runs it (BF16 panels, blocks of %ld rows): %.2f ms, %.0f%% of peak\n",
+                static_cast<long>(block), t * 1e3, 100 * flop / t / 1e9 / peak);
+  }
   return 0;
 }
