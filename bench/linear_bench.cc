@@ -6,7 +6,7 @@
 // beside BLAS's product on the same values as float32 weights (at::linear),
 // and the FLOP rate of each against the machine's float32 FMA peak; then
 // the head as the forward runs it on the project's kernel (BF16 panels laid
-// out once, multiplied per block of 128 logit rows, as DecoderModel's
+// out once, multiplied per block of logit rows, as DecoderModel's
 // PublishLogits does, into one reused block).
 // With --attention, instead: attention's two products for one head (scores
 // and the weighted sum of the values, causal, over every block of query
@@ -30,6 +30,7 @@
 #include "bench/bench_support.h"
 #include "bench/sgemm_floor.h"
 #include "service/model/attention_blocks.h"
+#include "service/model/decoder_model.h"
 #include "service/model/decoder_weights.h"
 #include "service/model/gemm.h"
 #include "service/model/language_model.h"
@@ -158,11 +159,12 @@ int main(int argc, char** argv) {
               100 * flop_total / total32 / 1e9 / peak, flop_total / peak / 1e9);
   // The head as the forward multiplies a BF16 checkpoint's head with the
   // project's kernel: laid out once as panels (PackBf16Panels), then
-  // multiplied once per block of 128 logit rows into one reused block.
+  // multiplied once per block of logit rows (LogitRowsPerBlock) into one
+  // reused block.
   if (attnscope::model::PanelProducts()) {
     namespace m = attnscope::model;
     const Shape& head = shapes.back();
-    const int64_t block = std::min<int64_t>(128, tokens);
+    const int64_t block = std::min<int64_t>(m::LogitRowsPerBlock(head.n), tokens);
     const at::Tensor a = at::randn({tokens, head.k});
     const at::Tensor w16 = (at::randn({head.n, head.k}) * 0.02).to(at::kBFloat16);
     std::vector<uint16_t> panels(static_cast<size_t>(m::Bf16PanelElements(head.n, head.k)) + 16);

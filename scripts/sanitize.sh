@@ -41,7 +41,7 @@ case "$kind" in
     # each process start costs seconds, and the server side of TLS and
     # tokens stays covered by the other RpcSecurityTest cases here.
     select=(-E '^RpcSecurityTest\.(EveryRemoteCommandCarriesTls|ConnectionFailuresAreExplained|CliSendsTheToken|ServerSecurityFlagErrors|CliConnectionFlagErrors)')
-    expected_tests=309
+    expected_tests=310
     # halt_on_error: a UBSan report fails the test (it recovers by default).
     export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1:detect_stack_use_after_return=0"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"

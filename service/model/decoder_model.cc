@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -46,13 +47,6 @@ at::Tensor FrozenNorm(const at::Tensor& c, const at::Tensor& ref, const NormWeig
   return w.weight.defined() ? scaled * w.weight.to(at::kFloat) : scaled;
 }
 
-// Rows of logits per block when observers take blocks: 128 (26 MB for
-// GPT-2). Through BLAS every block's GEMM repacks the whole (V, E) head, and
-// a packed head's kernel (oneDNN) still reads the whole head once per
-// block, so fewer rows cost more while more rows gain little (the
-// measurements: docs/performance-history.md, "Measurements behind choices
-// in the code").
-constexpr int64_t kLogitRowsPerBlock = 128;
 
 // Rows of the MLP per chunk: its inner activation (rows x `inner` floats)
 // at most kMlpChunkBytes, and at least 256 rows, so that a chunk's products
@@ -420,8 +414,9 @@ void DecoderModel::PublishLogits(const at::Tensor& x, const PassState& pass) con
   ObserverSet& observers = pass.observers;
   const int64_t tokens = x.size(1);
   if (!observers.logits_in_blocks()) return observers.PublishLogits(Logits(x, pass));
-  for (int64_t begin = 0; begin < tokens; begin += kLogitRowsPerBlock) {
-    const int64_t rows = std::min(kLogitRowsPerBlock, tokens - begin);
+  const int64_t per = LogitRowsPerBlock(config_.vocab_size);
+  for (int64_t begin = 0; begin < tokens; begin += per) {
+    const int64_t rows = std::min(per, tokens - begin);
     observers.PublishLogitsBlock(begin, Logits(x.narrow(1, begin, rows), pass), tokens);
   }
 }
@@ -633,6 +628,11 @@ absl::Status DecoderModel::Forward(const std::vector<std::vector<int64_t>>& batc
 }
 
 }  // namespace
+
+int64_t LogitRowsPerBlock(int64_t vocab) {
+  constexpr int64_t kLogitBlockBytes = int64_t{128} << 20;
+  return std::clamp<int64_t>(kLogitBlockBytes / (4 * std::max<int64_t>(vocab, 1)), 128, 256);
+}
 
 absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
     const ModelConfig& config, std::shared_ptr<const SafetensorsCheckpoint> checkpoint,

@@ -412,6 +412,23 @@ TARGET512 void WideKernel(int64_t kc, const float* a0, const float* a1, const vo
   for (int r = 0; r < kWideRows; ++r) PutWide(c + r * ldc, acc[r][0], acc[r][1], accumulate);
 }
 
+// Steps [0, kc) of the BF16 panels covering `cols` columns (the first
+// panel at `panels`, each k steps long) as float32 panels in PackW's
+// layout (kc steps each): a step's low halves are its columns 0-7, its high
+// halves 8-15.
+TARGET void WidenPanels(const uint16_t* panels, int64_t k, int64_t cols, int64_t kc, float* out) {
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+  for (int64_t j = 0; j < cols; j += kNr) {
+    const uint16_t* src = panels + j * k;
+    float* dst = out + j * kc;
+    for (int64_t p = 0; p < kc; ++p) {
+      const __m256i pairs = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + p * kNr));
+      _mm256_store_ps(dst + p * kNr, _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16)));
+      _mm256_store_ps(dst + p * kNr + 8, _mm256_castsi256_ps(_mm256_and_si256(pairs, high)));
+    }
+  }
+}
+
 // Even blocks of at most `most` covering n, each a multiple of `unit`.
 int64_t BlockSize(int64_t n, int64_t most, int64_t unit) {
   const int64_t blocks = (n + most - 1) / most;
@@ -424,13 +441,13 @@ int64_t BlockSize(int64_t n, int64_t most, int64_t unit) {
 // read in place (px null: row i at x + i * ldx), in a tile of its own rows:
 // each block of k of W packed once, then multiplied by every block of rows.
 // W packed at load (kBfloat16Panels, j0 a multiple of kNr) is read where it
-// lies.
-template <PanelWeights type>
+// lies (kPanel kBf16Pairs), or each block of it widened to float32 first
+// (kPanel kFloat32: WidenPanels).
+template <PanelWeights type,
+          Panel kPanel = type == PanelWeights::kBfloat16Panels ? Panel::kBf16Pairs : Panel::kFloat32>
 TARGET void Columns(bool wide, const float* px, const float* x, int64_t ldx, int64_t m,
                     const void* w, int64_t k, int64_t ldw, float* y, int64_t ldy, int64_t j0,
                     int64_t j1) {
-  constexpr Panel kPanel =
-      type == PanelWeights::kBfloat16Panels ? Panel::kBf16Pairs : Panel::kFloat32;
   float* const pb = ThreadBuffers().b.get();
   const int64_t kc_size = BlockSize(k, kKc, 1);
   const int64_t mc_size = BlockSize(m, kMc, wide ? kWideRows : kMr);
@@ -442,6 +459,8 @@ TARGET void Columns(bool wide, const float* px, const float* x, int64_t ldx, int
       PackW<type>(static_cast<const float*>(w) + j0 * ldw + pc, ldw, nc, kc, pb);
     } else if constexpr (type == PanelWeights::kBfloat16) {
       PackW<type>(static_cast<const uint16_t*>(w) + j0 * ldw + pc, ldw, nc, kc, pb);
+    } else if constexpr (kPanel == Panel::kFloat32) {
+      WidenPanels(static_cast<const uint16_t*>(w) + (j0 / kNr * k + pc) * kNr, k, nc, kc, pb);
     }
     // Panel jr (a column of W's block, a multiple of kNr) of this block.
     const auto panel_at = [&](int64_t jr) -> const void* {
@@ -605,8 +624,16 @@ void PanelGemmOn(PanelIsa isa, const float* x, int64_t m, int64_t ldx, const voi
           Columns<PanelWeights::kBfloat16>(wide, px, xr, ldx, rows, w, k, ldw, yc, ldy, j0, j1);
           break;
         case PanelWeights::kBfloat16Panels:
-          Columns<PanelWeights::kBfloat16Panels>(wide, px, xr, ldx, rows, w, k, ldw, yc, ldy, j0,
-                                                 j1);
+          // AVX-512's tiles on packed rows take each block of the panels
+          // widened once (a shift and a mask per step) rather than a
+          // shuffle per step of every tile; AVX2's tiles widen in registers.
+          if (wide && px != nullptr) {
+            Columns<PanelWeights::kBfloat16Panels, Panel::kFloat32>(wide, px, xr, ldx, rows, w, k,
+                                                                    ldw, yc, ldy, j0, j1);
+          } else {
+            Columns<PanelWeights::kBfloat16Panels>(wide, px, xr, ldx, rows, w, k, ldw, yc, ldy,
+                                                   j0, j1);
+          }
           break;
       }
     });

@@ -59,7 +59,8 @@ void PanelGemmBf16(const float* x, int64_t m, int64_t ldx, const void* w, PanelW
 // products, as the kernel reads it: panels of 16 rows, each step's 16 values
 // together (rows 16 j .. 16 j + 7 in the low halves of eight 32-bit lanes,
 // 16 j + 8 .. 16 j + 15 in the high halves; zeros past row n), widened to
-// float32 in registers. The same products as from the rows, to the bit;
+// float32 in registers by the AVX2 tiles, block by block into float32
+// panels for the AVX-512 ones. The same products as from the rows, to the bit;
 // no packing per product. Bf16PanelElements(n, k) 16-bit values, 32-byte
 // aligned. Runs on the installed pool.
 int64_t Bf16PanelElements(int64_t n, int64_t k);

@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "service/core/safetensors.h"
+#include "service/core/vector_math.h"
+#include "service/model/decoder_model.h"
 #include "service/model/language_model.h"
 #include "service/model/recorder.h"
 #include "tests/model/test_models.h"
@@ -298,6 +301,99 @@ TEST(LongPromptMlpTest, ChunksOfRowsGiveWhatWholePassesGive) {
   for (float v : whole.logits()) largest = std::max(largest, std::fabs(v));
   EXPECT_GT(largest, 1.0f);
   EXPECT_LE(testing::MaxAbsDiff(logits, whole.logits()), 1e-4);
+}
+
+// A BF16 tensor of `values` (rounded to nearest even).
+TensorToWrite MakeBf16Tensor(std::string name, std::vector<int64_t> shape,
+                             const std::vector<float>& values) {
+  TensorToWrite t{std::move(name), DType::kBF16, std::move(shape), {}};
+  t.data.resize(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t bits = vmath::FloatToBf16(values[i]);
+    std::memcpy(&t.data[2 * i], &bits, 2);
+  }
+  return t;
+}
+
+// Takes the logits in blocks of rows, as the analysis does, and keeps them.
+class LogitBlocks : public ForwardObserver {
+ public:
+  ObserverNeeds Needs() const override {
+    ObserverNeeds needs;
+    needs.logits = true;
+    needs.logits_in_blocks = true;
+    return needs;
+  }
+  void OnLogitsBlock(int, int64_t row_begin, const float* z, int64_t rows, int64_t,
+                     int64_t vocab) override {
+    EXPECT_EQ(row_begin, static_cast<int64_t>(logits.size()) / vocab) << "a block out of order";
+    block_rows.push_back(rows);
+    logits.insert(logits.end(), z, z + rows * vocab);
+  }
+  std::vector<int64_t> block_rows;
+  std::vector<float> logits;
+};
+
+// Logits go to observers that take blocks in blocks of as many rows as fit
+// in 128 MiB (at least 128, at most 256), and the blocks are the rows of
+// the whole (T, V) logits, to the bit.
+TEST(LogitBlocksTest, RowsPerBlockFollowTheVocabularyAndGiveTheWholeLogits) {
+  EXPECT_EQ(LogitRowsPerBlock(151936), 220);
+  EXPECT_EQ(LogitRowsPerBlock(256000), 131);
+  EXPECT_EQ(LogitRowsPerBlock(512000), 128);
+  EXPECT_EQ(LogitRowsPerBlock(50257), 256);
+  constexpr int64_t kWidth = 16, kVocab = 200000, kTokens = 300;
+  testing::ScratchDir dir;
+  dir.Write("config.json", R"({"model_type":"llama","architectures":["LlamaForCausalLM"],
+      "hidden_size":16,"intermediate_size":32,"num_attention_heads":2,
+      "num_key_value_heads":1,"num_hidden_layers":1,"vocab_size":200000,"rms_norm_eps":1e-5,
+      "rope_theta":10000.0,"max_position_embeddings":512,"hidden_act":"silu",
+      "tie_word_embeddings":false,"torch_dtype":"bfloat16"})");
+  std::mt19937 rng(31);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto random = [&](const std::string& name, std::vector<int64_t> shape, float scale) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = normal(rng) * scale;
+    return MakeBf16Tensor(name, std::move(shape), v);
+  };
+  const auto ones = [](const std::string& name) {
+    return MakeBf16Tensor(name, {kWidth}, std::vector<float>(kWidth, 1.0f));
+  };
+  const std::string l = "model.layers.0.";
+  const std::vector<TensorToWrite> tensors = {
+      random("model.embed_tokens.weight", {kVocab, kWidth}, 1.0f),
+      ones(l + "input_layernorm.weight"),
+      random(l + "self_attn.q_proj.weight", {kWidth, kWidth}, 0.5f),
+      random(l + "self_attn.k_proj.weight", {8, kWidth}, 0.5f),
+      random(l + "self_attn.v_proj.weight", {8, kWidth}, 0.5f),
+      random(l + "self_attn.o_proj.weight", {kWidth, kWidth}, 0.5f),
+      ones(l + "post_attention_layernorm.weight"),
+      random(l + "mlp.gate_proj.weight", {32, kWidth}, 0.5f),
+      random(l + "mlp.up_proj.weight", {32, kWidth}, 0.5f),
+      random(l + "mlp.down_proj.weight", {kWidth, 32}, 0.2f),
+      ones("model.norm.weight"),
+      random("lm_head.weight", {kVocab, kWidth}, 1.0f)};
+  ASSERT_TRUE(WriteSafetensors(dir.str() + "/model.safetensors", tensors).ok());
+  auto model = Load(dir.str());
+  ASSERT_NE(model, nullptr);
+  std::vector<int64_t> ids(kTokens);
+  for (int64_t i = 0; i < kTokens; ++i) ids[static_cast<size_t>(i)] = (i * 7919 + 13) % kVocab;
+
+  LogitBlocks blocks;
+  ASSERT_TRUE(model->Forward({ids}, {}, {&blocks}).ok());
+  EXPECT_THAT(blocks.block_rows, ::testing::ElementsAre(167, 133));
+  const FullRecorder whole = RunModel(*model, ids);
+  ASSERT_EQ(blocks.logits.size(), whole.logits().size());
+  int differ = 0;
+  for (size_t i = 0; i < blocks.logits.size(); ++i) {
+    differ += std::memcmp(&blocks.logits[i], &whole.logits()[i], sizeof(float)) != 0;
+  }
+  EXPECT_EQ(differ, 0) << "of " << blocks.logits.size() << " logits";
+  float largest = 0;
+  for (float v : whole.logits()) largest = std::max(largest, std::fabs(v));
+  EXPECT_GT(largest, 1.0f);
 }
 
 TEST(ThreadsTest, ThreadCountIsSetExplicitly) {
