@@ -339,39 +339,6 @@ TARGET void RowsKernelEdge(int64_t kc, const float* a, int64_t lda, int64_t mr, 
 constexpr int64_t kWideRows = 2 * kMr;
 constexpr int64_t kWideColumns = 2 * kNr;
 
-// Step p's kNr values of a panel of W as float32: float32 panels as they
-// are; bfloat16 pairs (lane i: column i low, column 8 + i high) read into
-// both halves of a register, then each column's two bytes moved to the
-// top of its lane, in column order, in one shuffle within 128-bit lanes:
-// lanes 0-3 and 4-7 take the low halves of pairs 0-3 and 4-7, lanes 8-11
-// and 12-15 the high halves.
-template <Panel panel>
-TARGET512 inline __m512 WideStep(const void* b, int64_t p, __m512i order) {
-  if constexpr (panel == Panel::kFloat32) {
-    return _mm512_load_ps(static_cast<const float*>(b) + p * kNr);
-  } else {
-    const __m512i both = _mm512_maskz_broadcast_i64x4(
-        0xFF,
-        _mm256_load_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(b) + p * kNr)));
-    return _mm512_castsi512_ps(_mm512_shuffle_epi8(both, order));
-  }
-}
-
-// The vpshufb control of WideStep: for each 32-bit lane, zero bytes below
-// its column's two bytes (bytes 0-1 of a pair for lanes 0-7, bytes 2-3 for
-// lanes 8-15, of the pair lane % 4 of its 128-bit lane).
-TARGET512 inline __m512i WideOrder() {
-  alignas(64) int8_t control[64];
-  for (int lane = 0; lane < 16; ++lane) {
-    const int pair = lane % 4, half = lane < 8 ? 0 : 2;
-    int8_t* out = control + 4 * lane;
-    out[0] = out[1] = -1;  // high bit: zero
-    out[2] = static_cast<int8_t>(4 * pair + half);
-    out[3] = static_cast<int8_t>(4 * pair + half + 1);
-  }
-  return _mm512_load_si512(control);
-}
-
 // One row of the wide tile: 32 values stored, or added to those there.
 TARGET512 inline void PutWide(float* row, __m512 lo, __m512 hi, bool accumulate) {
   if (accumulate) {
@@ -382,19 +349,18 @@ TARGET512 inline void PutWide(float* row, __m512 lo, __m512 hi, bool accumulate)
   _mm512_storeu_ps(row + kNr, hi);
 }
 
-// Two packed panels of x (a0, a1: PackX) times two panels of W (b0, b1),
-// over kc steps, into the kWideRows x kWideColumns tile c.
-template <Panel panel>
-TARGET512 void WideKernel(int64_t kc, const float* a0, const float* a1, const void* b0,
-                          const void* b1, float* c, int64_t ldc, bool accumulate) {
+// Two packed panels of x (a0, a1: PackX) times two float32 panels of W
+// (b0, b1: PackW or WidenPanels), over kc steps, into the kWideRows x
+// kWideColumns tile c.
+TARGET512 void WideKernel(int64_t kc, const float* a0, const float* a1, const float* b0,
+                          const float* b1, float* c, int64_t ldc, bool accumulate) {
   __m512 acc[kWideRows][2];
 #pragma GCC unroll 12
   for (int r = 0; r < kWideRows; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-  const __m512i order = WideOrder();
 #pragma GCC unroll 2
   for (int64_t p = 0; p < kc; ++p) {
-    const __m512 w0 = WideStep<panel>(b0, p, order);
-    const __m512 w1 = WideStep<panel>(b1, p, order);
+    const __m512 w0 = _mm512_load_ps(b0 + p * kNr);
+    const __m512 w1 = _mm512_load_ps(b1 + p * kNr);
 #pragma GCC unroll 6
     for (int r = 0; r < kMr; ++r) {
       const __m512 v = _mm512_set1_ps(a0[p * kMr + r]);
@@ -501,19 +467,22 @@ TARGET void Columns(bool wide, const float* px, const float* x, int64_t ldx, int
       for (int64_t jr = 0; jr < nc; jr += step_n) {
         for (int64_t ir = 0; ir < mc; ir += step_m) {
           const int64_t mr = std::min(kWideRows, mc - ir);
-          if (wide && px != nullptr && mr > kMr && jr + kWideColumns <= nc) {
+          // AVX-512's tiles take float32 panels only (BF16 panels are
+          // widened first where they run: PanelGemmOn).
+          if (kPanel == Panel::kFloat32 && wide && px != nullptr && mr > kMr &&
+              jr + kWideColumns <= nc) {
             const float* apanel = px + (ic + ir) * k + pc * kMr;
+            const float* b0 = static_cast<const float*>(panel_at(jr));
+            const float* b1 = static_cast<const float*>(panel_at(jr + kNr));
             float* c = y + (ic + ir) * ldy + j0 + jr;
             if (mr == kWideRows) {
-              WideKernel<kPanel>(kc, apanel, apanel + kMr * k, panel_at(jr), panel_at(jr + kNr),
-                                 c, ldy, accumulate);
+              WideKernel(kc, apanel, apanel + kMr * k, b0, b1, c, ldy, accumulate);
               continue;
             }
             // 7-11 rows: the second panel of x is padded with zero rows;
             // the tile's first mr rows kept.
             alignas(64) float edge[kWideRows * kWideColumns];
-            WideKernel<kPanel>(kc, apanel, apanel + kMr * k, panel_at(jr), panel_at(jr + kNr),
-                               edge, kWideColumns, false);
+            WideKernel(kc, apanel, apanel + kMr * k, b0, b1, edge, kWideColumns, false);
             PutCorner(edge, kWideColumns, mr, kWideColumns, c, ldy, accumulate);
             continue;
           }
