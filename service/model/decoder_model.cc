@@ -414,7 +414,10 @@ void DecoderModel::PublishLogits(const at::Tensor& x, const PassState& pass) con
   ObserverSet& observers = pass.observers;
   const int64_t tokens = x.size(1);
   if (!observers.logits_in_blocks()) return observers.PublishLogits(Logits(x, pass));
-  const int64_t per = LogitRowsPerBlock(config_.vocab_size);
+  // Even blocks (a last small one would take a buffer of its own size).
+  const int64_t most = LogitRowsPerBlock(config_.vocab_size);
+  const int64_t blocks = (tokens + most - 1) / most;
+  const int64_t per = (tokens + blocks - 1) / blocks;
   for (int64_t begin = 0; begin < tokens; begin += per) {
     const int64_t rows = std::min(per, tokens - begin);
     observers.PublishLogitsBlock(begin, Logits(x.narrow(1, begin, rows), pass), tokens);

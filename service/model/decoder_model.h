@@ -20,13 +20,14 @@ absl::StatusOr<std::unique_ptr<LanguageModel>> LoadDecoder(
     const ModelConfig& config, std::shared_ptr<const SafetensorsCheckpoint> checkpoint,
     const LoadProgressCallback& progress, const ModelLoadOptions& options);
 
-// Rows of logits per block when observers take blocks: as many as fit in
-// 128 MiB, at least 128 and at most 256 (220 for a 151,936-token
-// vocabulary, 131 for 256,000, 256 for GPT-2's). Each block reads the
-// whole (V, E) head once, from memory where the head is larger than the
-// caches, so more rows amortise that read; the block is the pass's
-// largest buffer, so its bytes are bounded (the measurements:
-// docs/performance-history.md, "Measurements behind choices in the code").
+// The most rows of logits per block when observers take blocks (the pass
+// makes its blocks even under it): as many as fit in 128 MiB, at least 128
+// and at most 256 (220 for a 151,936-token vocabulary, 131 for 256,000, 256
+// for GPT-2's). Each block reads the whole (V, E) head once, from memory
+// where the head is larger than the caches, so more rows amortise that
+// read; the block is the pass's largest buffer, so its bytes are bounded
+// (the measurements: docs/performance-history.md, "Measurements behind
+// choices in the code").
 int64_t LogitRowsPerBlock(int64_t vocab);
 
 }  // namespace attnscope::model
