@@ -239,46 +239,85 @@ TEST(AblationTest, MeanAblationOfASingleTokenChangesNothing) {
   EXPECT_LE(testing::MaxAbsDiff(base.logits(), ablated.logits()), 1e-6);
 }
 
+// A BF16 tensor of `values` (rounded to nearest even).
+TensorToWrite MakeBf16Tensor(std::string name, std::vector<int64_t> shape,
+                             const std::vector<float>& values) {
+  TensorToWrite t{std::move(name), DType::kBF16, std::move(shape), {}};
+  t.data.resize(values.size() * 2);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const uint16_t bits = vmath::FloatToBf16(values[i]);
+    std::memcpy(&t.data[2 * i], &bits, 2);
+  }
+  return t;
+}
+
+// A one-layer Llama checkpoint (2 query heads, 1 key/value head, untied
+// head) with random weights drawn in a fixed order from `seed`: normal
+// values times 1 (embedding, head), 0.5 (attention, gate, up) or
+// `down_scale` (down); norms of ones. F32 or BF16.
+struct OneLayerLlama {
+  int64_t width = 8, inner = 16, vocab = 64, positions = 1024;
+  float down_scale = 0.02f;
+  bool bf16 = false;
+  uint32_t seed = 29;
+};
+
+void WriteOneLayerLlama(const testing::ScratchDir& dir, const OneLayerLlama& c) {
+  dir.Write("config.json",
+            R"({"model_type":"llama","architectures":["LlamaForCausalLM"],"hidden_size":)" +
+                std::to_string(c.width) + R"(,"intermediate_size":)" + std::to_string(c.inner) +
+                R"(,"num_attention_heads":2,"num_key_value_heads":1,"num_hidden_layers":1,"vocab_size":)" +
+                std::to_string(c.vocab) +
+                R"(,"rms_norm_eps":1e-5,"rope_theta":10000.0,"max_position_embeddings":)" +
+                std::to_string(c.positions) +
+                R"(,"hidden_act":"silu","tie_word_embeddings":false,"torch_dtype":")" +
+                (c.bf16 ? "bfloat16" : "float32") + R"("})");
+  std::mt19937 rng(c.seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const auto make = [&](const std::string& name, std::vector<int64_t> shape,
+                        const std::vector<float>& v) {
+    return c.bf16 ? MakeBf16Tensor(name, std::move(shape), v)
+                  : MakeF32Tensor(name, std::move(shape), v);
+  };
+  const auto random = [&](const std::string& name, std::vector<int64_t> shape, float scale) {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = normal(rng) * scale;
+    return make(name, std::move(shape), v);
+  };
+  const auto ones = [&](const std::string& name) {
+    return make(name, {c.width}, std::vector<float>(static_cast<size_t>(c.width), 1.0f));
+  };
+  const int64_t kv_rows = c.width / 2;  // one key/value head of head_dim width / 2
+  const std::string l = "model.layers.0.";
+  const std::vector<TensorToWrite> tensors = {
+      random("model.embed_tokens.weight", {c.vocab, c.width}, 1.0f),
+      ones(l + "input_layernorm.weight"),
+      random(l + "self_attn.q_proj.weight", {c.width, c.width}, 0.5f),
+      random(l + "self_attn.k_proj.weight", {kv_rows, c.width}, 0.5f),
+      random(l + "self_attn.v_proj.weight", {kv_rows, c.width}, 0.5f),
+      random(l + "self_attn.o_proj.weight", {c.width, c.width}, 0.5f),
+      ones(l + "post_attention_layernorm.weight"),
+      random(l + "mlp.gate_proj.weight", {c.inner, c.width}, 0.5f),
+      random(l + "mlp.up_proj.weight", {c.inner, c.width}, 0.5f),
+      random(l + "mlp.down_proj.weight", {c.width, c.inner}, c.down_scale),
+      ones("model.norm.weight"),
+      random("lm_head.weight", {c.vocab, c.width}, 1.0f)};
+  ASSERT_TRUE(WriteSafetensors(dir.str() + "/model.safetensors", tensors).ok());
+}
+
 // A Llama-shaped layer whose MLP is wide enough (intermediate 16,384: a
 // gate|up activation of 128 KiB a row) that a 700-token pass takes the MLP
 // in chunks of rows (Mlp, at most 32 MiB each: 256, 256 and 188 rows),
 // against the same tokens in passes of at most 175 through the KV cache,
 // each of which takes its MLP whole.
 TEST(LongPromptMlpTest, ChunksOfRowsGiveWhatWholePassesGive) {
-  constexpr int64_t kWidth = 8, kInner = 16384, kVocab = 64, kTokens = 700;
+  constexpr int64_t kVocab = 64, kTokens = 700;
   testing::ScratchDir dir;
-  dir.Write("config.json", R"({"model_type":"llama","architectures":["LlamaForCausalLM"],
-      "hidden_size":8,"intermediate_size":16384,"num_attention_heads":2,
-      "num_key_value_heads":1,"num_hidden_layers":1,"vocab_size":64,"rms_norm_eps":1e-5,
-      "rope_theta":10000.0,"max_position_embeddings":1024,"hidden_act":"silu",
-      "tie_word_embeddings":false,"torch_dtype":"float32"})");
-  std::mt19937 rng(29);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  const auto random = [&](const std::string& name, std::vector<int64_t> shape, float scale) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = normal(rng) * scale;
-    return MakeF32Tensor(name, std::move(shape), v);
-  };
-  const auto ones = [](const std::string& name) {
-    return MakeF32Tensor(name, {kWidth}, std::vector<float>(kWidth, 1.0f));
-  };
-  const std::string l = "model.layers.0.";
-  const std::vector<TensorToWrite> tensors = {
-      random("model.embed_tokens.weight", {kVocab, kWidth}, 1.0f),
-      ones(l + "input_layernorm.weight"),
-      random(l + "self_attn.q_proj.weight", {kWidth, kWidth}, 0.5f),
-      random(l + "self_attn.k_proj.weight", {4, kWidth}, 0.5f),
-      random(l + "self_attn.v_proj.weight", {4, kWidth}, 0.5f),
-      random(l + "self_attn.o_proj.weight", {kWidth, kWidth}, 0.5f),
-      ones(l + "post_attention_layernorm.weight"),
-      random(l + "mlp.gate_proj.weight", {kInner, kWidth}, 0.5f),
-      random(l + "mlp.up_proj.weight", {kInner, kWidth}, 0.5f),
-      random(l + "mlp.down_proj.weight", {kWidth, kInner}, 0.02f),
-      ones("model.norm.weight"),
-      random("lm_head.weight", {kVocab, kWidth}, 1.0f)};
-  ASSERT_TRUE(WriteSafetensors(dir.str() + "/model.safetensors", tensors).ok());
+  OneLayerLlama shape;
+  shape.inner = 16384;
+  WriteOneLayerLlama(dir, shape);
   auto model = Load(dir.str());
   ASSERT_NE(model, nullptr);
   std::vector<int64_t> ids(kTokens);
@@ -301,18 +340,6 @@ TEST(LongPromptMlpTest, ChunksOfRowsGiveWhatWholePassesGive) {
   for (float v : whole.logits()) largest = std::max(largest, std::fabs(v));
   EXPECT_GT(largest, 1.0f);
   EXPECT_LE(testing::MaxAbsDiff(logits, whole.logits()), 1e-4);
-}
-
-// A BF16 tensor of `values` (rounded to nearest even).
-TensorToWrite MakeBf16Tensor(std::string name, std::vector<int64_t> shape,
-                             const std::vector<float>& values) {
-  TensorToWrite t{std::move(name), DType::kBF16, std::move(shape), {}};
-  t.data.resize(values.size() * 2);
-  for (size_t i = 0; i < values.size(); ++i) {
-    const uint16_t bits = vmath::FloatToBf16(values[i]);
-    std::memcpy(&t.data[2 * i], &bits, 2);
-  }
-  return t;
 }
 
 // Takes the logits in blocks of rows, as the analysis does, and keeps them.
@@ -342,40 +369,17 @@ TEST(LogitBlocksTest, RowsPerBlockFollowTheVocabularyAndGiveTheWholeLogits) {
   EXPECT_EQ(LogitRowsPerBlock(256000), 131);
   EXPECT_EQ(LogitRowsPerBlock(512000), 128);
   EXPECT_EQ(LogitRowsPerBlock(50257), 256);
-  constexpr int64_t kWidth = 16, kVocab = 200000, kTokens = 300;
+  constexpr int64_t kVocab = 200000, kTokens = 300;
   testing::ScratchDir dir;
-  dir.Write("config.json", R"({"model_type":"llama","architectures":["LlamaForCausalLM"],
-      "hidden_size":16,"intermediate_size":32,"num_attention_heads":2,
-      "num_key_value_heads":1,"num_hidden_layers":1,"vocab_size":200000,"rms_norm_eps":1e-5,
-      "rope_theta":10000.0,"max_position_embeddings":512,"hidden_act":"silu",
-      "tie_word_embeddings":false,"torch_dtype":"bfloat16"})");
-  std::mt19937 rng(31);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  const auto random = [&](const std::string& name, std::vector<int64_t> shape, float scale) {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = normal(rng) * scale;
-    return MakeBf16Tensor(name, std::move(shape), v);
-  };
-  const auto ones = [](const std::string& name) {
-    return MakeBf16Tensor(name, {kWidth}, std::vector<float>(kWidth, 1.0f));
-  };
-  const std::string l = "model.layers.0.";
-  const std::vector<TensorToWrite> tensors = {
-      random("model.embed_tokens.weight", {kVocab, kWidth}, 1.0f),
-      ones(l + "input_layernorm.weight"),
-      random(l + "self_attn.q_proj.weight", {kWidth, kWidth}, 0.5f),
-      random(l + "self_attn.k_proj.weight", {8, kWidth}, 0.5f),
-      random(l + "self_attn.v_proj.weight", {8, kWidth}, 0.5f),
-      random(l + "self_attn.o_proj.weight", {kWidth, kWidth}, 0.5f),
-      ones(l + "post_attention_layernorm.weight"),
-      random(l + "mlp.gate_proj.weight", {32, kWidth}, 0.5f),
-      random(l + "mlp.up_proj.weight", {32, kWidth}, 0.5f),
-      random(l + "mlp.down_proj.weight", {kWidth, 32}, 0.2f),
-      ones("model.norm.weight"),
-      random("lm_head.weight", {kVocab, kWidth}, 1.0f)};
-  ASSERT_TRUE(WriteSafetensors(dir.str() + "/model.safetensors", tensors).ok());
+  OneLayerLlama shape;
+  shape.width = 16;
+  shape.inner = 32;
+  shape.vocab = kVocab;
+  shape.positions = 512;
+  shape.down_scale = 0.2f;
+  shape.bf16 = true;
+  shape.seed = 31;
+  WriteOneLayerLlama(dir, shape);
   auto model = Load(dir.str());
   ASSERT_NE(model, nullptr);
   std::vector<int64_t> ids(kTokens);
