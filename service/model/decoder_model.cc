@@ -47,7 +47,6 @@ at::Tensor FrozenNorm(const at::Tensor& c, const at::Tensor& ref, const NormWeig
   return w.weight.defined() ? scaled * w.weight.to(at::kFloat) : scaled;
 }
 
-
 // Rows of the MLP per chunk: its inner activation (rows x `inner` floats)
 // at most kMlpChunkBytes, and at least 256 rows, so that a chunk's products
 // still reuse each packed block of weights over many rows.

@@ -207,6 +207,16 @@ TARGET inline void Put(float* row, __m256 lo, __m256 hi, bool accumulate) {
   _mm256_storeu_ps(row + 8, hi);
 }
 
+// A step of a BF16 panel (32 bytes, 32-byte aligned: in 32-bit lane i,
+// column i in the low half and column 8 + i in the high half) as float32:
+// columns 0-7 (the low halves shifted up) and 8-15 (the high ones masked).
+TARGET inline void WidenPairs(const uint16_t* step, __m256& lo, __m256& hi) {
+  const __m256i pairs = _mm256_load_si256(reinterpret_cast<const __m256i*>(step));
+  lo = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+  hi = _mm256_castsi256_ps(
+      _mm256_and_si256(pairs, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+}
+
 // How the kernel reads its kMr rows of x: packed by PackX (step p's kMr
 // values together), or in place (row r at a + r * lda, its columns
 // consecutive).
@@ -241,7 +251,6 @@ TARGET void Tile(int64_t kc, const float* a, int64_t lda, const void* bp, float*
   const float* ap = a;
   const float* b = static_cast<const float*>(bp);
   const uint16_t* b16 = static_cast<const uint16_t*>(bp);
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     const auto at = [&](const float* in_place, int64_t r) {
@@ -256,9 +265,7 @@ TARGET void Tile(int64_t kc, const float* a, int64_t lda, const void* bp, float*
       b0 = _mm256_load_ps(b);
       b1 = _mm256_load_ps(b + 8);
     } else {
-      const __m256i pairs = _mm256_load_si256(reinterpret_cast<const __m256i*>(b16));
-      b0 = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
-      b1 = _mm256_castsi256_ps(_mm256_and_si256(pairs, high));
+      WidenPairs(b16, b0, b1);
     }
     StepRow(at(r0, 0), b0, b1, c00, c01);
     if constexpr (kUsed > 1) StepRow(at(r1, 1), b0, b1, c10, c11);
@@ -383,14 +390,14 @@ TARGET512 void WideKernel(int64_t kc, const float* a0, const float* a1, const fl
 // layout (kc steps each): a step's low halves are its columns 0-7, its high
 // halves 8-15.
 TARGET void WidenPanels(const uint16_t* panels, int64_t k, int64_t cols, int64_t kc, float* out) {
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
   for (int64_t j = 0; j < cols; j += kNr) {
     const uint16_t* src = panels + j * k;
     float* dst = out + j * kc;
     for (int64_t p = 0; p < kc; ++p) {
-      const __m256i pairs = _mm256_load_si256(reinterpret_cast<const __m256i*>(src + p * kNr));
-      _mm256_store_ps(dst + p * kNr, _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16)));
-      _mm256_store_ps(dst + p * kNr + 8, _mm256_castsi256_ps(_mm256_and_si256(pairs, high)));
+      __m256 lo, hi;
+      WidenPairs(src + p * kNr, lo, hi);
+      _mm256_store_ps(dst + p * kNr, lo);
+      _mm256_store_ps(dst + p * kNr + 8, hi);
     }
   }
 }
